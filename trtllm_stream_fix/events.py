@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Builders for the ``openai.types.responses`` stream events we emit.
+
+Built with ``model_construct``: the values come from our own bookkeeping, so validation
+would only cost time on the per-token path.
+"""
+
+from __future__ import annotations
+
+from openai.types.responses import (
+    ResponseCompletedEvent,
+    ResponseContentPartAddedEvent,
+    ResponseContentPartDoneEvent,
+    ResponseCreatedEvent,
+    ResponseErrorEvent,
+    ResponseFailedEvent,
+    ResponseFunctionCallArgumentsDeltaEvent,
+    ResponseFunctionCallArgumentsDoneEvent,
+    ResponseIncompleteEvent,
+    ResponseInProgressEvent,
+    ResponseOutputItemAddedEvent,
+    ResponseOutputItemDoneEvent,
+    ResponseOutputText,
+    ResponseReasoningTextDeltaEvent,
+    ResponseReasoningTextDoneEvent,
+    ResponseTextDeltaEvent,
+    ResponseTextDoneEvent,
+)
+from openai.types.responses.response_content_part_added_event import PartReasoningText
+
+from .items import ItemKind, ItemRecord, build_item
+
+LIFECYCLE = {
+    "response.created": ResponseCreatedEvent,
+    "response.in_progress": ResponseInProgressEvent,
+    "response.completed": ResponseCompletedEvent,
+    "response.incomplete": ResponseIncompleteEvent,
+    "response.failed": ResponseFailedEvent,
+}
+
+
+def lifecycle(event_type: str, response, seq: int):
+    return LIFECYCLE[event_type].model_construct(
+        type=event_type, response=response, sequence_number=seq
+    )
+
+
+def error(message: str, code: str, seq: int):
+    return ResponseErrorEvent.model_construct(
+        type="error", message=message, code=code, param=None, sequence_number=seq
+    )
+
+
+def item_added(record: ItemRecord, seq: int):
+    return ResponseOutputItemAddedEvent.model_construct(
+        type="response.output_item.added",
+        item=build_item(record, final=False),
+        output_index=record.output_index,
+        sequence_number=seq,
+    )
+
+
+def item_done(record: ItemRecord, seq: int):
+    return ResponseOutputItemDoneEvent.model_construct(
+        type="response.output_item.done",
+        item=build_item(record),
+        output_index=record.output_index,
+        sequence_number=seq,
+    )
+
+
+def _part(record: ItemRecord, text: str):
+    if record.kind is ItemKind.MESSAGE:
+        return ResponseOutputText.model_construct(type="output_text", text=text, annotations=[])
+    return PartReasoningText.model_construct(type="reasoning_text", text=text)
+
+
+def part_added(record: ItemRecord, seq: int):
+    return ResponseContentPartAddedEvent.model_construct(
+        type="response.content_part.added",
+        item_id=record.item_id,
+        output_index=record.output_index,
+        content_index=0,
+        part=_part(record, ""),
+        sequence_number=seq,
+    )
+
+
+def part_done(record: ItemRecord, seq: int):
+    return ResponseContentPartDoneEvent.model_construct(
+        type="response.content_part.done",
+        item_id=record.item_id,
+        output_index=record.output_index,
+        content_index=0,
+        part=_part(record, record.text),
+        sequence_number=seq,
+    )
+
+
+def delta(record: ItemRecord, text: str, seq: int):
+    """The delta event of ``record``'s kind carrying ``text``."""
+    kind = record.kind
+    if kind is ItemKind.MESSAGE:
+        return ResponseTextDeltaEvent.model_construct(
+            type="response.output_text.delta",
+            item_id=record.item_id,
+            output_index=record.output_index,
+            content_index=0,
+            delta=text,
+            logprobs=[],
+            sequence_number=seq,
+        )
+    if kind is ItemKind.REASONING:
+        return ResponseReasoningTextDeltaEvent.model_construct(
+            type="response.reasoning_text.delta",
+            item_id=record.item_id,
+            output_index=record.output_index,
+            content_index=0,
+            delta=text,
+            sequence_number=seq,
+        )
+    return ResponseFunctionCallArgumentsDeltaEvent.model_construct(
+        type="response.function_call_arguments.delta",
+        item_id=record.item_id,
+        output_index=record.output_index,
+        delta=text,
+        sequence_number=seq,
+    )
+
+
+def text_done(record: ItemRecord, seq: int):
+    """The ``*.done`` event closing ``record``'s text (or arguments)."""
+    kind = record.kind
+    if kind is ItemKind.MESSAGE:
+        return ResponseTextDoneEvent.model_construct(
+            type="response.output_text.done",
+            item_id=record.item_id,
+            output_index=record.output_index,
+            content_index=0,
+            text=record.text,
+            logprobs=[],
+            sequence_number=seq,
+        )
+    if kind is ItemKind.REASONING:
+        return ResponseReasoningTextDoneEvent.model_construct(
+            type="response.reasoning_text.done",
+            item_id=record.item_id,
+            output_index=record.output_index,
+            content_index=0,
+            text=record.text,
+            sequence_number=seq,
+        )
+    return ResponseFunctionCallArgumentsDoneEvent.model_construct(
+        type="response.function_call_arguments.done",
+        item_id=record.item_id,
+        output_index=record.output_index,
+        arguments=record.text,
+        sequence_number=seq,
+    )

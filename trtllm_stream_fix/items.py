@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Which Responses item a Harmony message becomes, and how item models are built.
+
+Shared by the streaming machine and the non-streaming builder so that both produce the
+same items. Models are built with ``model_construct`` (no validation): the values are ours.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import uuid
+from dataclasses import dataclass, field
+
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseFunctionWebSearch,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseReasoningItem,
+)
+from openai.types.responses.response_function_web_search import (
+    ActionFind,
+    ActionOpenPage,
+    ActionSearch,
+)
+from openai.types.responses.response_reasoning_item import Content as ReasoningContent
+
+from .config import StreamConfig
+
+FUNCTION_PREFIX = "functions."
+
+
+class ItemKind(enum.Enum):
+    """The Responses item a Harmony message maps to."""
+
+    REASONING = "reasoning"  # analysis channel, or a built-in tool other than the browser
+    MESSAGE = "message"  # final answer or preamble
+    FUNCTION_CALL = "function_call"  # recipient functions.NAME, any channel
+    WEB_SEARCH = "web_search_call"  # recipient browser.*
+    NONE = "none"  # dropped (preamble in upstream-parity mode)
+
+
+STREAMED_KINDS = frozenset((ItemKind.REASONING, ItemKind.MESSAGE, ItemKind.FUNCTION_CALL))
+
+
+def classify(
+    channel: str | None, recipient: str | None, config: StreamConfig
+) -> tuple[ItemKind, str | None]:
+    """Map a message header to ``(kind, phase)``; ``phase`` only for message items.
+
+    Built-in tool messages (``browser.*``, ``python`` and unknown recipients) are returned
+    with ``streamed=False`` semantics by the caller: they are announced at message end.
+    """
+    if recipient:
+        if recipient.startswith(FUNCTION_PREFIX):
+            return ItemKind.FUNCTION_CALL, None
+        if recipient.startswith("browser."):
+            return ItemKind.WEB_SEARCH, None
+        return ItemKind.REASONING, None
+    if channel == "analysis":
+        return ItemKind.REASONING, None
+    if channel == "commentary":
+        if config.preambles == "drop":
+            return ItemKind.NONE, None
+        return ItemKind.MESSAGE, "commentary"
+    return ItemKind.MESSAGE, "final_answer"
+
+
+def is_streamed(kind: ItemKind, recipient: str | None) -> bool:
+    """Items streamed token by token; built-in tool calls are announced at message end."""
+    if kind is ItemKind.FUNCTION_CALL or not recipient:
+        return kind in STREAMED_KINDS
+    return False
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+@dataclass(slots=True)
+class ItemRecord:
+    """One output item as both the stream and the final response see it."""
+
+    kind: ItemKind
+    output_index: int
+    item_id: str
+    phase: str | None = None
+    name: str = ""  # function or built-in tool name (the recipient)
+    call_id: str = ""
+    text: str = ""  # message/reasoning text, or function-call arguments
+    status: str = "in_progress"
+    chunks: list[str] = field(default_factory=list)
+
+    @classmethod
+    def open(
+        cls, kind: ItemKind, output_index: int, phase: str | None, recipient: str | None
+    ) -> ItemRecord:
+        prefix = {
+            ItemKind.REASONING: "rs",
+            ItemKind.MESSAGE: "msg",
+            ItemKind.FUNCTION_CALL: "fc",
+            ItemKind.WEB_SEARCH: "ws",
+        }[kind]
+        record = cls(kind, output_index, new_id(prefix), phase=phase, name=recipient or "")
+        if kind is ItemKind.FUNCTION_CALL:
+            record.name = (recipient or "")[len(FUNCTION_PREFIX) :]
+            record.call_id = new_id("call")
+        return record
+
+    def settle_text(self) -> str:
+        """Join the streamed chunks into ``text`` once (chunks are kept out of the hot path)."""
+        if self.chunks:
+            self.text += "".join(self.chunks)
+            self.chunks.clear()
+        return self.text
+
+
+def build_item(record: ItemRecord, *, final: bool = True):
+    """The ``openai.types.responses`` output item for ``record``.
+
+    ``final=False`` gives the shape announced by ``output_item.added`` (empty content).
+    """
+    status = record.status
+    text = record.text if final else ""
+    kind = record.kind
+    if kind is ItemKind.MESSAGE:
+        content = [ResponseOutputText.model_construct(type="output_text", text=text, annotations=[])]
+        return ResponseOutputMessage.model_construct(
+            id=record.item_id,
+            type="message",
+            role="assistant",
+            status=status,
+            content=content if final else [],
+            phase=record.phase,
+        )
+    if kind is ItemKind.REASONING:
+        content = [ReasoningContent.model_construct(type="reasoning_text", text=text)]
+        return ResponseReasoningItem.model_construct(
+            id=record.item_id,
+            type="reasoning",
+            summary=[],
+            content=content if final else [],
+            status=status,
+        )
+    if kind is ItemKind.FUNCTION_CALL:
+        return ResponseFunctionToolCall.model_construct(
+            id=record.item_id,
+            type="function_call",
+            call_id=record.call_id,
+            name=record.name,
+            arguments=text,
+            status=status,
+        )
+    return ResponseFunctionWebSearch.model_construct(
+        id=record.item_id,
+        type="web_search_call",
+        status="completed" if status == "completed" else "incomplete",
+        action=web_search_action(record.name, record.text),
+    )
+
+
+def web_search_action(recipient: str, arguments: str):
+    """The web-search action for a ``browser.*`` call, from its JSON arguments."""
+    try:
+        args = json.loads(arguments) if arguments else {}
+    except ValueError:
+        args = {}
+    if not isinstance(args, dict):
+        args = {}
+    command = recipient.rsplit(".", 1)[-1]
+    if command == "open":
+        url = args.get("id") if isinstance(args.get("id"), str) else args.get("url")
+        return ActionOpenPage.model_construct(type="open_page", url=url)
+    if command == "find":
+        return ActionFind.model_construct(
+            type="find_in_page", pattern=str(args.get("pattern", "")), url=str(args.get("url", ""))
+        )
+    query = args.get("query")
+    return ActionSearch.model_construct(
+        type="search", query=query if isinstance(query, str) else arguments
+    )

@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Non-streaming Responses output from a complete token list.
+
+Built from whole Harmony messages (not from deltas), with the same message-to-item mapping
+as the stream, so a non-streaming response and a stream's final response agree on item
+types, texts, statuses and order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from openai.types.responses import Response
+
+from .config import StreamConfig
+from .context import ResponseContext
+from .harmony_driver import (
+    ContentDelta,
+    Fact,
+    HarmonyDriver,
+    HarmonyStreamError,
+    MessageClosed,
+    MessageOpened,
+    TruncatedHeaderError,
+)
+from .items import ItemKind, ItemRecord, classify
+from .machine import COMPLETED_REASONS, message_text
+from .response import build_response as build_response_object
+from .response import typed_tools, usage
+
+
+def output_items(
+    token_ids: Sequence[int],
+    finish_reason: str | None,
+    *,
+    config: StreamConfig = StreamConfig(),
+    encoding: Any = None,
+) -> tuple[list[ItemRecord], int, str | None, bool]:
+    """``(items, reasoning_tokens, error, header_cut)`` for a whole generation.
+
+    ``error`` is the Harmony parse error message, if any (items parsed before it are kept);
+    ``header_cut`` tells that the tokens ended inside a message header.
+    """
+    if encoding is None:
+        from .encoding import load_gpt_oss_encoding
+
+        encoding = load_gpt_oss_encoding()
+    driver = HarmonyDriver(encoding)
+    facts: list[Fact] = []
+    error: str | None = None
+    header_cut = False
+    try:
+        driver.feed(token_ids, facts)
+        driver.finish(facts)
+    except TruncatedHeaderError:
+        header_cut = True
+    except HarmonyStreamError as exc:
+        error = f"invalid Harmony token sequence: {exc}"
+    eos_status = "incomplete" if finish_reason == "length" else "completed"
+    items: list[ItemRecord] = []
+    reasoning_tokens = 0
+    opened: MessageOpened | None = None
+    partial: list[str] = []
+    for fact in facts:
+        if type(fact) is ContentDelta:
+            partial.append(fact.text)
+        elif type(fact) is MessageOpened:
+            opened, partial = fact, []
+        elif type(fact) is MessageClosed and opened is not None:
+            kind, phase = classify(opened.channel, opened.recipient, config)
+            if kind is ItemKind.REASONING and not opened.recipient:
+                reasoning_tokens += fact.at - opened.at
+            if kind is not ItemKind.NONE:
+                record = ItemRecord.open(kind, len(items), phase, opened.recipient)
+                record.text = message_text(fact.message)
+                record.status = "completed" if fact.stop_token is not None else eos_status
+                items.append(record)
+            opened = None
+    if error and opened is not None:
+        kind, phase = classify(opened.channel, opened.recipient, config)
+        if kind is not ItemKind.NONE:
+            # The stream closes the interrupted item as incomplete; do the same.
+            record = ItemRecord.open(kind, len(items), phase, opened.recipient)
+            record.text = "".join(partial)
+            record.status = "incomplete"
+            items.append(record)
+    return items, reasoning_tokens, error, header_cut
+
+
+def build_response(
+    context: ResponseContext,
+    token_ids: Sequence[int],
+    finish_reason: str | None,
+    *,
+    config: StreamConfig = StreamConfig(),
+    encoding: Any = None,
+) -> Response:
+    """The non-streaming ``Response`` for a complete generation."""
+    items, reasoning_tokens, error, header_cut = output_items(
+        token_ids, finish_reason, config=config, encoding=encoding
+    )
+    cut = finish_reason == "length" or header_cut
+    if error is None and finish_reason not in COMPLETED_REASONS and not cut:
+        error = f"generation ended with finish reason {finish_reason!r}"
+    if error is not None:
+        status, reason = "failed", None
+    elif cut:
+        status, reason = "incomplete", "max_output_tokens"
+    else:
+        status, reason = "completed", None
+    return build_response_object(
+        context,
+        typed_tools(context.tools),
+        items,
+        status=status,
+        usage_=usage(context.num_prompt_tokens, len(token_ids), reasoning_tokens),
+        incomplete_reason=reason,
+        error=("server_error", error) if error else None,
+    )
