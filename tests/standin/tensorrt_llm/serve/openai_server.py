@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Stand-in of the ``/v1/responses`` part of ``tensorrt_llm.serve.openai_server``.
+
+Like upstream, this module imports ``ResponsesStreamingProcessor``,
+``responses_api_streaming_post_processor`` and ``request_preprocess`` (as
+``responses_api_request_preprocess``) by name, so the handler uses whatever these module
+globals are bound to when a request arrives. ``OpenAIServer.openai_responses`` follows the
+handler's steps; the engine is replaced by ``engine``, a callable that receives the prompt
+tokens and sampling params and returns an async iterator of ``GenerationResult`` updates.
+With ``postproc_worker_enabled`` the post-processor and its args are pickled and unpickled
+once per request, as the executor sends them to a PostprocWorker, and each response's
+frames are read from ``outputs[0]._postprocess_result``. Frames are restamped at the egress
+(``stamp_sse_sequence_number``).
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any, AsyncIterator, Callable, Optional
+
+from ..executor.postproc_worker import PostprocParams
+from .openai_protocol import ResponsesRequest
+from .postprocess_handlers import (ResponsesAPIPostprocArgs, responses_api_post_processor,
+                                   responses_api_streaming_post_processor)
+from .responses_utils import ConversationHistoryStore, ResponsesStreamingProcessor
+from .responses_utils import create_response as responses_api_create_response
+from .responses_utils import request_preprocess as responses_api_request_preprocess
+from .responses_utils import stamp_sse_sequence_number
+
+Engine = Callable[[list[int], Any], AsyncIterator[Any]]
+
+
+class OpenAIServer:
+
+    def __init__(self, engine: Engine, model: str = "gpt-oss-20b", use_harmony: bool = True,
+                 num_postprocess_workers: int = 0,
+                 worker: Optional[Callable[[bytes, Any], Any]] = None) -> None:
+        self.engine = engine
+        self.model = model
+        self.use_harmony = use_harmony
+        self.postproc_worker_enabled = num_postprocess_workers > 0
+        self.enable_store = not self.postproc_worker_enabled
+        self.conversation_store = ConversationHistoryStore()
+        self.tool_parser = None
+        self.reasoning_parser = None
+        # How a PostprocWorker runs: (pickled PostprocParams, response) -> frames.
+        self.worker = worker or _inline_worker
+
+    async def openai_responses(self, request: ResponsesRequest) -> Any:
+        prev_response = None
+        if self.enable_store and request.previous_response_id is not None:
+            prev_response = await self.conversation_store.load_response(
+                request.previous_response_id)
+        input_tokens, sampling_params = await responses_api_request_preprocess(
+            request=request, prev_response=prev_response,
+            conversation_store=self.conversation_store,
+            enable_store=self.enable_store and request.store, use_harmony=self.use_harmony,
+            reasoning_parser="gpt_oss" if self.use_harmony else self.reasoning_parser)
+        streaming_processor = None
+        if request.stream:
+            streaming_processor = ResponsesStreamingProcessor(
+                request=request, sampling_params=sampling_params, model_name=self.model,
+                conversation_store=self.conversation_store,
+                enable_store=self.enable_store and request.store,
+                use_harmony=self.use_harmony, reasoning_parser=self.reasoning_parser,
+                tool_parser=self.tool_parser)
+        postproc_args = ResponsesAPIPostprocArgs(
+            model=self.model, request=request, sampling_params=sampling_params,
+            use_harmony=self.use_harmony, reasoning_parser=self.reasoning_parser,
+            tool_parser=self.tool_parser, streaming_processor=streaming_processor)
+        postproc_params = PostprocParams(
+            post_processor=responses_api_streaming_post_processor
+            if request.stream else responses_api_post_processor,
+            postproc_args=postproc_args)
+        # The executor pickles the params when the request is submitted.
+        shipped = pickle.dumps(postproc_params) if self.postproc_worker_enabled else None
+        promise = self.engine(input_tokens, sampling_params)
+        if not self.postproc_worker_enabled:
+            postproc_args.num_prompt_tokens = len(input_tokens)
+        if request.stream:
+            return self._create_streaming_generator(promise, postproc_params, shipped)
+        final_res = None
+        async for res in promise:
+            final_res = res
+        if self.postproc_worker_enabled:
+            return self.worker(shipped, final_res)
+        return await responses_api_create_response(
+            generator=None, request=request, sampling_params=sampling_params,
+            model_name=self.model, conversation_store=self.conversation_store,
+            generation_result=final_res, enable_store=self.enable_store and request.store,
+            use_harmony=self.use_harmony, num_prompt_tokens=len(input_tokens))
+
+    async def _create_streaming_generator(self, promise, postproc_params: PostprocParams,
+                                          shipped: Optional[bytes]):
+        post_processor, args = postproc_params.post_processor, postproc_params.postproc_args
+        sequence_number = 0
+        for frame in args.streaming_processor.get_initial_responses():
+            yield stamp_sse_sequence_number(frame, sequence_number)
+            sequence_number += 1
+        async for res in promise:
+            if self.postproc_worker_enabled:
+                res.outputs[0]._postprocess_result = self.worker(shipped, res)
+                pp_results = res.outputs[0]._postprocess_result
+            else:
+                pp_results = post_processor(res, args)
+            for frame in pp_results:
+                yield stamp_sse_sequence_number(frame, sequence_number)
+                sequence_number += 1
+
+
+class _InlineWorker:
+    """A PostprocWorker in this process: unpickles the params once per request."""
+
+    def __init__(self) -> None:
+        self._params: dict[bytes, PostprocParams] = {}
+
+    def __call__(self, shipped: bytes, res: Any) -> Any:
+        params = self._params.get(shipped)
+        if params is None:
+            params = self._params[shipped] = pickle.loads(shipped)
+        worker_res = pickle.loads(pickle.dumps(res))
+        frames = params.post_processor(worker_res, params.postproc_args)
+        if res._done:
+            del self._params[shipped]
+        return frames
+
+
+def _inline_worker(shipped: bytes, res: Any) -> Any:
+    return _INLINE(shipped, res)
+
+
+_INLINE = _InlineWorker()
