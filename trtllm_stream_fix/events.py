@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Builders for the ``openai.types.responses`` stream events we emit.
 
-Built with ``model_construct``: the values come from our own bookkeeping, so validation
-would only cost time on the per-token path.
+Built with ``fastmodel.construct``: the values come from our own bookkeeping, so
+validation would only cost time on the per-token path.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from openai.types.responses import (
 )
 from openai.types.responses.response_content_part_added_event import PartReasoningText
 
+from .fastmodel import construct
 from .items import ItemKind, ItemRecord, build_item
 
 LIFECYCLE = {
@@ -40,19 +41,23 @@ LIFECYCLE = {
 
 
 def lifecycle(event_type: str, response, seq: int):
-    return LIFECYCLE[event_type].model_construct(
-        type=event_type, response=response, sequence_number=seq
-    )
+    return construct(LIFECYCLE[event_type], type=event_type, response=response, sequence_number=seq)
 
 
 def error(message: str, code: str, seq: int):
-    return ResponseErrorEvent.model_construct(
-        type="error", message=message, code=code, param=None, sequence_number=seq
+    return construct(
+        ResponseErrorEvent,
+        type="error",
+        message=message,
+        code=code,
+        param=None,
+        sequence_number=seq,
     )
 
 
 def item_added(record: ItemRecord, seq: int):
-    return ResponseOutputItemAddedEvent.model_construct(
+    return construct(
+        ResponseOutputItemAddedEvent,
         type="response.output_item.added",
         item=build_item(record, final=False),
         output_index=record.output_index,
@@ -61,7 +66,8 @@ def item_added(record: ItemRecord, seq: int):
 
 
 def item_done(record: ItemRecord, seq: int):
-    return ResponseOutputItemDoneEvent.model_construct(
+    return construct(
+        ResponseOutputItemDoneEvent,
         type="response.output_item.done",
         item=build_item(record),
         output_index=record.output_index,
@@ -71,12 +77,13 @@ def item_done(record: ItemRecord, seq: int):
 
 def _part(record: ItemRecord, text: str):
     if record.kind is ItemKind.MESSAGE:
-        return ResponseOutputText.model_construct(type="output_text", text=text, annotations=[])
-    return PartReasoningText.model_construct(type="reasoning_text", text=text)
+        return construct(ResponseOutputText, type="output_text", text=text, annotations=[])
+    return construct(PartReasoningText, type="reasoning_text", text=text)
 
 
 def part_added(record: ItemRecord, seq: int):
-    return ResponseContentPartAddedEvent.model_construct(
+    return construct(
+        ResponseContentPartAddedEvent,
         type="response.content_part.added",
         item_id=record.item_id,
         output_index=record.output_index,
@@ -87,7 +94,8 @@ def part_added(record: ItemRecord, seq: int):
 
 
 def part_done(record: ItemRecord, seq: int):
-    return ResponseContentPartDoneEvent.model_construct(
+    return construct(
+        ResponseContentPartDoneEvent,
         type="response.content_part.done",
         item_id=record.item_id,
         output_index=record.output_index,
@@ -101,7 +109,8 @@ def delta(record: ItemRecord, text: str, seq: int):
     """The delta event of ``record``'s kind carrying ``text``."""
     kind = record.kind
     if kind is ItemKind.MESSAGE:
-        return ResponseTextDeltaEvent.model_construct(
+        return construct(
+            ResponseTextDeltaEvent,
             type="response.output_text.delta",
             item_id=record.item_id,
             output_index=record.output_index,
@@ -111,7 +120,8 @@ def delta(record: ItemRecord, text: str, seq: int):
             sequence_number=seq,
         )
     if kind is ItemKind.REASONING:
-        return ResponseReasoningTextDeltaEvent.model_construct(
+        return construct(
+            ResponseReasoningTextDeltaEvent,
             type="response.reasoning_text.delta",
             item_id=record.item_id,
             output_index=record.output_index,
@@ -119,7 +129,8 @@ def delta(record: ItemRecord, text: str, seq: int):
             delta=text,
             sequence_number=seq,
         )
-    return ResponseFunctionCallArgumentsDeltaEvent.model_construct(
+    return construct(
+        ResponseFunctionCallArgumentsDeltaEvent,
         type="response.function_call_arguments.delta",
         item_id=record.item_id,
         output_index=record.output_index,
@@ -132,7 +143,8 @@ def text_done(record: ItemRecord, seq: int):
     """The ``*.done`` event closing ``record``'s text (or arguments)."""
     kind = record.kind
     if kind is ItemKind.MESSAGE:
-        return ResponseTextDoneEvent.model_construct(
+        return construct(
+            ResponseTextDoneEvent,
             type="response.output_text.done",
             item_id=record.item_id,
             output_index=record.output_index,
@@ -142,7 +154,8 @@ def text_done(record: ItemRecord, seq: int):
             sequence_number=seq,
         )
     if kind is ItemKind.REASONING:
-        return ResponseReasoningTextDoneEvent.model_construct(
+        return construct(
+            ResponseReasoningTextDoneEvent,
             type="response.reasoning_text.done",
             item_id=record.item_id,
             output_index=record.output_index,
@@ -150,7 +163,8 @@ def text_done(record: ItemRecord, seq: int):
             text=record.text,
             sequence_number=seq,
         )
-    return ResponseFunctionCallArgumentsDoneEvent.model_construct(
+    return construct(
+        ResponseFunctionCallArgumentsDoneEvent,
         type="response.function_call_arguments.done",
         item_id=record.item_id,
         output_index=record.output_index,

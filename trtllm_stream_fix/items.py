@@ -2,7 +2,7 @@
 """Which Responses item a Harmony message becomes, and how item models are built.
 
 Shared by the streaming machine and the non-streaming builder so that both produce the
-same items. Models are built with ``model_construct`` (no validation): the values are ours.
+same items. Models are built with ``fastmodel.construct`` (no validation): the values are ours.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from openai.types.responses.response_function_web_search import (
 from openai.types.responses.response_reasoning_item import Content as ReasoningContent
 
 from .config import StreamConfig
+from .fastmodel import construct
 
 FUNCTION_PREFIX = "functions."
 
@@ -125,8 +126,9 @@ def build_item(record: ItemRecord, *, final: bool = True):
     text = record.text if final else ""
     kind = record.kind
     if kind is ItemKind.MESSAGE:
-        content = [ResponseOutputText.model_construct(type="output_text", text=text, annotations=[])]
-        return ResponseOutputMessage.model_construct(
+        content = [construct(ResponseOutputText, type="output_text", text=text, annotations=[])]
+        return construct(
+            ResponseOutputMessage,
             id=record.item_id,
             type="message",
             role="assistant",
@@ -135,8 +137,9 @@ def build_item(record: ItemRecord, *, final: bool = True):
             phase=record.phase,
         )
     if kind is ItemKind.REASONING:
-        content = [ReasoningContent.model_construct(type="reasoning_text", text=text)]
-        return ResponseReasoningItem.model_construct(
+        content = [construct(ReasoningContent, type="reasoning_text", text=text)]
+        return construct(
+            ResponseReasoningItem,
             id=record.item_id,
             type="reasoning",
             summary=[],
@@ -144,7 +147,8 @@ def build_item(record: ItemRecord, *, final: bool = True):
             status=status,
         )
     if kind is ItemKind.FUNCTION_CALL:
-        return ResponseFunctionToolCall.model_construct(
+        return construct(
+            ResponseFunctionToolCall,
             id=record.item_id,
             type="function_call",
             call_id=record.call_id,
@@ -152,10 +156,11 @@ def build_item(record: ItemRecord, *, final: bool = True):
             arguments=text,
             status=status,
         )
-    return ResponseFunctionWebSearch.model_construct(
+    return construct(
+        ResponseFunctionWebSearch,
         id=record.item_id,
         type="web_search_call",
-        status="completed" if status == "completed" else "incomplete",
+        status=status,
         action=web_search_action(record.name, record.text),
     )
 
@@ -171,12 +176,15 @@ def web_search_action(recipient: str, arguments: str):
     command = recipient.rsplit(".", 1)[-1]
     if command == "open":
         url = args.get("id") if isinstance(args.get("id"), str) else args.get("url")
-        return ActionOpenPage.model_construct(type="open_page", url=url)
+        return construct(ActionOpenPage, type="open_page", url=url)
     if command == "find":
-        return ActionFind.model_construct(
-            type="find_in_page", pattern=str(args.get("pattern", "")), url=str(args.get("url", ""))
+        return construct(
+            ActionFind,
+            type="find_in_page",
+            pattern=str(args.get("pattern", "")),
+            url=str(args.get("url", "")),
         )
     query = args.get("query")
-    return ActionSearch.model_construct(
-        type="search", query=query if isinstance(query, str) else arguments
+    return construct(
+        ActionSearch, type="search", query=query if isinstance(query, str) else arguments
     )

@@ -124,6 +124,8 @@ class ResponsesEventMachine:
             if finished:
                 self._finish(finish_reason, out)
         except HarmonyStreamError as exc:
+            # Tokens after the offending one were never parsed: not output.
+            self._output_tokens = exc.token_index + 1
             out.extend(self._fail_events(f"invalid Harmony token sequence: {exc}", "server_error"))
         except Exception as exc:  # noqa: BLE001 - nothing may escape into the server
             logger.exception("response %s: internal error", self.context.response_id)

@@ -13,6 +13,7 @@ from openai.types.responses.response_error import ResponseError
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
 from .context import ResponseContext
+from .fastmodel import construct
 from .items import ItemRecord, build_item
 
 
@@ -22,15 +23,12 @@ def typed_tools(tools: Sequence[dict[str, Any]]) -> list[Any]:
 
 
 def usage(input_tokens: int, output_tokens: int, reasoning_tokens: int) -> ResponseUsage:
-    return ResponseUsage.model_construct(
+    return construct(
+        ResponseUsage,
         input_tokens=input_tokens,
-        input_tokens_details=InputTokensDetails.model_construct(
-            cached_tokens=0, cache_write_tokens=0
-        ),
+        input_tokens_details=construct(InputTokensDetails, cached_tokens=0, cache_write_tokens=0),
         output_tokens=output_tokens,
-        output_tokens_details=OutputTokensDetails.model_construct(
-            reasoning_tokens=reasoning_tokens
-        ),
+        output_tokens_details=construct(OutputTokensDetails, reasoning_tokens=reasoning_tokens),
         total_tokens=input_tokens + output_tokens,
     )
 
@@ -46,7 +44,8 @@ def build_response(
     error: tuple[str, str] | None = None,
 ) -> Response:
     """A ``Response`` snapshot; ``error`` is ``(code, message)``."""
-    return Response.model_construct(
+    return construct(
+        Response,
         id=context.response_id,
         object="response",
         created_at=context.created_at,
@@ -56,13 +55,9 @@ def build_response(
         status=status,
         usage=usage_,
         incomplete_details=(
-            IncompleteDetails.model_construct(reason=incomplete_reason)
-            if incomplete_reason
-            else None
+            construct(IncompleteDetails, reason=incomplete_reason) if incomplete_reason else None
         ),
-        error=(
-            ResponseError.model_construct(code=error[0], message=error[1]) if error else None
-        ),
+        error=(construct(ResponseError, code=error[0], message=error[1]) if error else None),
         tools=tools,
         tool_choice=context.tool_choice,
         parallel_tool_calls=context.parallel_tool_calls,

@@ -23,9 +23,7 @@ _VOLATILE_KEYS = frozenset(("sequence_number", "completed_at"))
 
 def _normalise(value: Any, ids: dict[str, str], key: str | None = None) -> Any:
     if isinstance(value, dict):
-        return {
-            k: _normalise(v, ids, k) for k, v in value.items() if k not in _VOLATILE_KEYS
-        }
+        return {k: _normalise(v, ids, k) for k, v in value.items() if k not in _VOLATILE_KEYS}
     if isinstance(value, list):
         return [_normalise(v, ids) for v in value]
     if key in _ID_KEYS and isinstance(value, str) and not value.startswith("resp_"):

@@ -1,0 +1,247 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Batch-size-independence differential check, for ours and the upstream-equivalent baseline.
+
+Each synthetic output is streamed with several splits of its tokens into engine responses.
+Every stream is judged on four counts: its client-visible events equal those at 1 token
+per response (``identical``), the OpenAI SDK accumulator accepts it (``sdk_accepted``), the
+strict checker passes it (``strict_passed``), and its terminal response agrees with the
+streamed items (``final_matches_stream``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from .config import StreamConfig
+from .context import ResponseContext
+from .sdk_oracle import sdk_accumulate
+from .sse import event_to_dict
+from .synthetic import SyntheticOutput, engine_responses, generate_outputs
+from .visible import client_visible
+
+IMPLS = ("ours", "upstream")
+FIXED_SPLITS: tuple[int, ...] = (1, 2, 3, 7, 20)
+COUNTS = ("identical", "sdk_accepted", "strict_passed", "final_matches_stream")
+
+
+def make_stream(impl: str, context: ResponseContext, config: StreamConfig, encoding: Any):
+    """A fresh per-request stream generator: ours or the upstream-equivalent baseline."""
+    if impl == "ours":
+        from .machine import ResponsesEventMachine
+
+        return ResponsesEventMachine(context, config=config, encoding=encoding)
+    if impl == "upstream":
+        from .baseline import UpstreamBaselineStream
+
+        return UpstreamBaselineStream(context, encoding=encoding)
+    raise ValueError(f"unknown implementation {impl!r}; choose from {IMPLS}")
+
+
+def stream_events(
+    output: SyntheticOutput,
+    split: int | Sequence[int] | random.Random,
+    *,
+    impl: str = "ours",
+    context: ResponseContext | None = None,
+    config: StreamConfig = StreamConfig(),
+    encoding: Any = None,
+) -> list[dict[str, Any]]:
+    """All events (as dicts) of one stream of ``output`` split as ``split`` says.
+
+    Raises whatever the generator raises (the baseline can raise; ours must not).
+    """
+    context = context or ResponseContext.new(response_id="resp_differential", created_at=0.0)
+    stream = make_stream(impl, context, config, encoding)
+    events = list(stream.start())
+    for response in engine_responses(output, split):
+        events.extend(
+            stream.feed(
+                response.token_ids_diff,
+                finished=response.finished,
+                finish_reason=response.finish_reason,
+            )
+        )
+    return [event_to_dict(event) for event in events]
+
+
+def final_matches_stream(events: list[dict[str, Any]]) -> bool:
+    """The terminal response's output equals the ``output_item.done`` items, in order."""
+    if not events or "response" not in events[-1]:
+        return False
+    done = {
+        e["output_index"]: e["item"] for e in events if e.get("type") == "response.output_item.done"
+    }
+    streamed = [done[i] for i in sorted(done)]
+    if sorted(done) != list(range(len(done))):
+        return False
+    return events[-1]["response"].get("output") == streamed
+
+
+def sdk_accepts(events: list[dict[str, Any]]) -> bool:
+    """The SDK accepts the stream and, when completed, accumulates our final output."""
+    try:
+        accumulated = sdk_accumulate(events)
+    except Exception:  # noqa: BLE001 - any SDK rejection counts
+        return False
+    if events and events[-1].get("type") == "response.completed":
+        if accumulated is None:
+            return False
+        ours = events[-1]["response"].get("output")
+        theirs = [event_to_dict(item) for item in accumulated.output]
+        return _strip_parsed(theirs) == ours
+    return True
+
+
+def _strip_parsed(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # The SDK adds ``parsed_arguments``/``parsed`` fields of its own.
+    out = []
+    for item in items:
+        item = {k: v for k, v in item.items() if k not in ("parsed_arguments", "parsed")}
+        if "content" in item and isinstance(item["content"], list):
+            item["content"] = [
+                {k: v for k, v in part.items() if k != "parsed"} for part in item["content"]
+            ]
+        out.append(item)
+    return out
+
+
+def strict_passes(events: list[dict[str, Any]]) -> bool:
+    from .checker.responses import check_responses_events
+
+    return check_responses_events(events).ok
+
+
+@dataclass
+class Tally:
+    """Counts out of ``streams`` for one implementation."""
+
+    identical: int = 0
+    sdk_accepted: int = 0
+    strict_passed: int = 0
+    final_matches_stream: int = 0
+    raised: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def as_counts(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in COUNTS}
+
+
+def splits_for(output: SyntheticOutput) -> list[int | random.Random]:
+    """1 (the reference), 2, 3, 7, 20 and random 1-25 tokens per response."""
+    return [*FIXED_SPLITS, random.Random(output.seed * 7919 + 1)]
+
+
+def judge_output(output: SyntheticOutput, impl: str, tally: Tally, *, encoding: Any = None) -> int:
+    """Stream ``output`` with every split and add the verdicts to ``tally``; returns streams."""
+    reference: list[dict[str, Any]] | None = None
+    splits = splits_for(output)
+    for split in splits:
+        label = split if isinstance(split, int) else "random"
+        try:
+            events = stream_events(output, split, impl=impl, encoding=encoding)
+        except Exception as exc:  # noqa: BLE001 - the baseline may raise; count it
+            tally.raised += 1
+            _example(tally, f"seed {output.seed} ({output.name}) split {label}: raised {exc!r}")
+            continue
+        visible = client_visible(events)
+        if split == 1:
+            reference = visible
+        if reference is not None and visible == reference:
+            tally.identical += 1
+        elif reference is not None:
+            _example(tally, f"seed {output.seed} ({output.name}) split {label}: differs from 1")
+        if sdk_accepts(events):
+            tally.sdk_accepted += 1
+        else:
+            _example(tally, f"seed {output.seed} ({output.name}) split {label}: SDK rejects")
+        if strict_passes(events):
+            tally.strict_passed += 1
+        else:
+            _example(tally, f"seed {output.seed} ({output.name}) split {label}: strict fails")
+        if final_matches_stream(events):
+            tally.final_matches_stream += 1
+    return len(splits)
+
+
+def _example(tally: Tally, text: str) -> None:
+    if len(tally.examples) < 5:
+        tally.examples.append(text)
+
+
+def run_check(
+    outputs: Iterable[SyntheticOutput],
+    impls: Sequence[str] = IMPLS,
+    progress: Callable[[], None] | None = None,
+) -> tuple[int, int, dict[str, Tally]]:
+    """``(outputs, streams, tallies)`` over ``outputs`` for each implementation."""
+    tallies = {impl: Tally() for impl in impls}
+    count = streams = 0
+    for output in outputs:
+        count += 1
+        for impl in impls:
+            n = judge_output(output, impl, tallies[impl])
+        streams += n
+        if progress:
+            progress()
+    return count, streams, tallies
+
+
+def check_main(argv: Sequence[str] | None = None) -> int:
+    """``trtllm-stream-fix check``: the differential check at scale."""
+    parser = argparse.ArgumentParser(
+        prog="trtllm-stream-fix check",
+        description="Stream seeded synthetic gpt-oss outputs at 1, 2, 3, 7, 20 and random "
+        "tokens per response through ours and the upstream-equivalent baseline.",
+    )
+    parser.add_argument("--outputs", type=int, default=200, help="synthetic outputs (default 200)")
+    parser.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    args = parser.parse_args(argv)
+    if args.outputs < 1:
+        parser.error("--outputs must be >= 1")
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    console = Console(stderr=True)
+    with Progress(console=console, transient=args.json) as bar:
+        task = bar.add_task("streams", total=args.outputs)
+        count, streams, tallies = run_check(
+            generate_outputs(args.outputs, args.seed), progress=lambda: bar.advance(task)
+        )
+    ours = tallies["ours"]
+    perfect = all(value == streams for value in ours.as_counts().values()) and ours.raised == 0
+    if args.json:
+        summary = {"outputs": count, "streams": streams}
+        summary.update({impl: tally.as_counts() for impl, tally in tallies.items()})
+        print(json.dumps(summary))
+    else:
+        _print_table(Console(), count, streams, tallies)
+    return 0 if perfect else 1
+
+
+def _print_table(console: Any, count: int, streams: int, tallies: dict[str, Tally]) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{count} outputs, {streams} streams per implementation")
+    table.add_column("count")
+    for impl in tallies:
+        table.add_column(impl, justify="right")
+    for name in (*COUNTS, "raised"):
+        table.add_row(name, *(f"{getattr(t, name)}/{streams}" for t in tallies.values()))
+    console.print(table)
+    for impl, tally in tallies.items():
+        for example in tally.examples:
+            console.print(f"[dim]{impl}: {example}[/dim]")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(check_main())
+
+
+__all__ = ["Tally", "check_main", "judge_output", "run_check", "stream_events"]
