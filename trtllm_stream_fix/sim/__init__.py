@@ -1,0 +1,8 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Simulated gpt-oss engine and local OpenAI Responses server (no GPU needed)."""
+
+from .engine import EngineConfig, Generation, SimulatedEngine
+from .server import create_app
+from .threaded import serve_in_thread
+
+__all__ = ["EngineConfig", "Generation", "SimulatedEngine", "create_app", "serve_in_thread"]

@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Request validation and OpenAI-style error bodies for the local server."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+FAULTS: tuple[str, ...] = (
+    "drop",
+    "stall",
+    "http503",
+    "malformed_json",
+    "oversize",
+    "invalid_utf8",
+    "after_terminal",
+    "no_terminal",
+)
+
+
+class ResponsesRequest(BaseModel):
+    """The subset of ``POST /v1/responses`` the simulated server honours.
+
+    Unknown fields are accepted and ignored, as an OpenAI-compatible server does.
+    Extension fields: ``scenario`` (a named synthetic output), ``seed`` (a random one),
+    ``stream_interval`` (tokens per engine response) and ``sim_fault`` (fault injection,
+    when the server enables it). ``metadata.scenario`` / ``metadata.seed`` work too.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1)
+    input: str | list[dict[str, Any]]
+    stream: bool = False
+    instructions: str | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    tool_choice: str | dict[str, Any] = "auto"
+    parallel_tool_calls: bool = True
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    metadata: dict[str, str] | None = None
+    scenario: str | None = None
+    seed: int | None = None
+    stream_interval: int | None = Field(default=None, ge=1, le=4096)
+    sim_fault: Literal[FAULTS] | None = None  # type: ignore[valid-type]
+
+
+def error_body(
+    message: str,
+    *,
+    type_: str = "invalid_request_error",
+    param: str | None = None,
+    code: str | None = None,
+) -> dict[str, Any]:
+    """An OpenAI-style error object."""
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+class RequestError(Exception):
+    """A request the server rejects: HTTP ``status`` with an OpenAI-style body."""
+
+    def __init__(
+        self, status: int, message: str, *, param: str | None = None, code: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = error_body(message, param=param, code=code)
+
+
+def parse_request(raw: bytes) -> ResponsesRequest:
+    """Decode and validate a request body; raises :class:`RequestError` (400)."""
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RequestError(400, f"request body is not valid JSON: {exc}", code="invalid_json")
+    if not isinstance(data, dict):
+        raise RequestError(400, "request body must be a JSON object", code="invalid_json")
+    try:
+        return ResponsesRequest.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        param = ".".join(str(p) for p in first["loc"]) or None
+        raise RequestError(
+            400, f"invalid request: {param}: {first['msg']}", param=param, code="invalid_value"
+        ) from None
+
+
+def input_text(request_input: str | list[dict[str, Any]]) -> str:
+    """The plain text of a request input (used to count prompt tokens)."""
+    if isinstance(request_input, str):
+        return request_input
+    pieces: list[str] = []
+    for item in request_input:
+        content = item.get("content")
+        if isinstance(content, str):
+            pieces.append(content)
+        elif isinstance(content, list):
+            pieces.extend(p.get("text", "") for p in content if isinstance(p, dict))
+    return "\n".join(pieces)

@@ -1,0 +1,261 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Local OpenAI Responses server backed by the simulated gpt-oss engine.
+
+``create_app(engine_config, generator)`` serves ``POST /v1/responses`` (SSE stream or JSON),
+``GET /v1/models`` and ``GET /health`` (``{"active_streams": n}``). ``generator="ours"``
+streams through :class:`~trtllm_stream_fix.machine.ResponsesEventMachine`;
+``"upstream"`` through the upstream-equivalent baseline, for comparison.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from .. import events as ev
+from ..config import StreamConfig
+from ..context import ResponseContext
+from ..machine import ResponsesEventMachine
+from ..nonstreaming import build_response
+from ..response import build_response as build_response_object
+from ..response import typed_tools
+from ..sse import format_sse
+from .engine import EngineConfig, Generation, SimulatedEngine
+from .faults import inject
+from .protocol import RequestError, ResponsesRequest, error_body, input_text, parse_request
+
+logger = logging.getLogger(__name__)
+
+Generator = Literal["ours", "upstream"]
+DEFAULT_MODELS = ("gpt-oss-20b", "gpt-oss-120b")
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
+
+class StreamGauge:
+    """Counts the streams whose per-request state is alive."""
+
+    def __init__(self) -> None:
+        self.active = 0
+        self.total = 0
+
+    def opened(self) -> None:
+        self.active += 1
+        self.total += 1
+
+    def closed(self) -> None:
+        self.active -= 1
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, or :class:`RequestError` 413 once it exceeds ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise RequestError(413, f"request body exceeds {limit} bytes", code="body_too_large")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise RequestError(413, f"request body exceeds {limit} bytes", code="body_too_large")
+    return bytes(body)
+
+
+class _Streamer:
+    """Builds the SSE chunks (one per engine response) of one request."""
+
+    def __init__(
+        self,
+        engine: SimulatedEngine,
+        generator: Generator,
+        stream_config: StreamConfig,
+        encoding: Any,
+    ) -> None:
+        self.engine = engine
+        self.generator = generator
+        self.stream_config = stream_config
+        self.encoding = encoding
+
+    def _stream_object(self, context: ResponseContext) -> Any:
+        if self.generator == "upstream":
+            from ..baseline import UpstreamBaselineStream
+
+            return UpstreamBaselineStream(context, encoding=self.encoding)
+        return ResponsesEventMachine(context, config=self.stream_config, encoding=self.encoding)
+
+    async def chunks(
+        self, context: ResponseContext, generation: Generation, interval: int | None
+    ) -> AsyncIterator[str]:
+        stream = self._stream_object(context)
+        sent: list[Any] = list(stream.start())
+        yield "".join(format_sse(event) for event in sent)
+        next_seq = sent[-1].sequence_number + 1
+        async for response in self.engine.stream(generation, interval):
+            try:
+                events = stream.feed(
+                    response.token_ids_diff,
+                    finished=response.finished,
+                    finish_reason=response.finish_reason,
+                )
+            except Exception as exc:  # noqa: BLE001 - upstream-equivalent generator only
+                # Upstream's stream guard turns an escaping exception into error + failed.
+                logger.warning("upstream-equivalent stream raised: %r", exc)
+                failed = _failed_events(context, f"{type(exc).__name__}: {exc}", next_seq)
+                yield "".join(format_sse(event) for event in failed)
+                return
+            if events:
+                next_seq = events[-1].sequence_number + 1
+                yield "".join(format_sse(event) for event in events)
+            if response.finished:
+                return
+
+
+def _failed_events(context: ResponseContext, message: str, seq: int) -> list[Any]:
+    failed = build_response_object(
+        context,
+        typed_tools(context.tools),
+        [],
+        status="failed",
+        error=("internal_error", message),
+    )
+    return [
+        ev.error(message, "internal_error", seq),
+        ev.lifecycle("response.failed", failed, seq + 1),
+    ]
+
+
+def _context(request: ResponsesRequest, encoding: Any) -> ResponseContext:
+    prompt = input_text(request.input)
+    return ResponseContext.new(
+        model=request.model,
+        num_prompt_tokens=len(encoding.encode(prompt, allowed_special="all")) if prompt else 0,
+        tools=request.tools,
+        tool_choice=request.tool_choice,
+        parallel_tool_calls=request.parallel_tool_calls,
+        instructions=request.instructions,
+        max_output_tokens=request.max_output_tokens,
+        temperature=request.temperature,
+        top_p=request.top_p,
+    )
+
+
+def _error(exc: RequestError) -> JSONResponse:
+    return JSONResponse(exc.body, status_code=exc.status)
+
+
+def create_app(
+    engine_config: EngineConfig | None = None,
+    generator: Generator = "ours",
+    *,
+    stream_config: StreamConfig | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    allow_faults: bool = False,
+    models: tuple[str, ...] = DEFAULT_MODELS,
+) -> FastAPI:
+    """The local server app (one simulated engine, one stream generator)."""
+    if generator not in ("ours", "upstream"):
+        raise ValueError(f"unknown generator {generator!r}")
+    from ..encoding import load_gpt_oss_encoding
+
+    engine_config = engine_config or EngineConfig()
+    stream_config = stream_config or StreamConfig()
+    encoding = load_gpt_oss_encoding()
+    engine = SimulatedEngine(engine_config)
+    streamer = _Streamer(engine, generator, stream_config, encoding)
+    gauge = StreamGauge()
+    started = int(time.time())
+
+    app = FastAPI(
+        title="trtllm-stream-fix simulated gpt-oss server",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.gauge = gauge
+    app.state.engine = engine
+    app.state.generator = generator
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "generator": generator,
+            "stream_interval": engine_config.stream_interval,
+            "active_streams": gauge.active,
+            "total_streams": gauge.total,
+        }
+
+    @app.get("/v1/models")
+    async def list_models() -> dict[str, Any]:
+        return {
+            "object": "list",
+            "data": [
+                {"id": m, "object": "model", "created": started, "owned_by": "trtllm-stream-fix"}
+                for m in models
+            ],
+        }
+
+    @app.post("/v1/responses")
+    async def responses(request: Request) -> Any:
+        try:
+            body = parse_request(await read_body(request, max_body_bytes))
+            if body.model not in models:
+                raise RequestError(
+                    404, f"model {body.model!r} not found", param="model", code="model_not_found"
+                )
+            if body.sim_fault and not allow_faults:
+                raise RequestError(
+                    400, "fault injection is disabled on this server", param="sim_fault"
+                )
+            metadata = body.metadata or {}
+            seed = body.seed if body.seed is not None else metadata.get("seed")
+            try:
+                generation = engine.select(
+                    body.input,
+                    scenario=body.scenario or metadata.get("scenario"),
+                    seed=int(seed) if seed is not None else None,
+                    max_output_tokens=body.max_output_tokens,
+                )
+            except ValueError as exc:
+                raise RequestError(400, str(exc), param="scenario") from None
+        except RequestError as exc:
+            return _error(exc)
+        if body.sim_fault == "http503":
+            return JSONResponse(
+                error_body("engine overloaded", type_="server_error", code="overloaded"),
+                status_code=503,
+            )
+        context = _context(body, encoding)
+        if not body.stream:
+            response = build_response(
+                context,
+                generation.delivered,
+                generation.finish_reason,
+                config=stream_config,
+                encoding=encoding,
+            )
+            return JSONResponse(response.model_dump(mode="json", exclude_none=True, warnings=False))
+        chunks: AsyncIterator[Any] = streamer.chunks(context, generation, body.stream_interval)
+        if body.sim_fault:
+            chunks = inject(body.sim_fault, chunks)
+        return StreamingResponse(
+            _tracked(gauge, chunks),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    return app
+
+
+async def _tracked(gauge: StreamGauge, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """``chunks``, counted in ``gauge`` while alive; closed on disconnect or error."""
+    gauge.opened()
+    try:
+        async for chunk in chunks:
+            yield chunk
+    finally:
+        gauge.closed()
+        await chunks.aclose()
