@@ -1,6 +1,22 @@
 # SPDX-License-Identifier: Apache-2.0
 """Strict stream checkers: SSE framing, Responses, Chat Completions and Triton streams."""
 
+from trtllm_stream_fix.checker.chat import (
+    CHAT_RULES,
+    ChatCheck,
+    ChatChoice,
+    ChatStreamChecker,
+    ChatToolCall,
+)
+from trtllm_stream_fix.checker.client import (
+    OUTCOMES,
+    StreamRecord,
+    StreamSession,
+    replay_record,
+    stream_chat,
+    stream_responses,
+    stream_triton,
+)
 from trtllm_stream_fix.checker.responses import (
     RULES,
     ResponsesCheck,
@@ -17,9 +33,29 @@ from trtllm_stream_fix.checker.sse_reader import (
     SSEReader,
     parse_sse,
 )
+from trtllm_stream_fix.checker.triton import (
+    InvalidTransition,
+    RequestInput,
+    RequestState,
+    TritonCheck,
+    TritonProtocolError,
+    TritonRequest,
+    TritonResponse,
+    TritonStreamChecker,
+    parse_triton_response,
+)
 
 __all__ = [
+    "CHAT_RULES",
+    "OUTCOMES",
     "RULES",
+    "ChatCheck",
+    "ChatChoice",
+    "ChatStreamChecker",
+    "ChatToolCall",
+    "InvalidTransition",
+    "RequestInput",
+    "RequestState",
     "ResponsesCheck",
     "ResponsesItem",
     "ResponsesStreamChecker",
@@ -29,6 +65,18 @@ __all__ = [
     "SSELimits",
     "SSEProtocolError",
     "SSEReader",
+    "StreamRecord",
+    "StreamSession",
+    "TritonCheck",
+    "TritonProtocolError",
+    "TritonRequest",
+    "TritonResponse",
+    "TritonStreamChecker",
     "check_responses_events",
     "parse_sse",
+    "parse_triton_response",
+    "replay_record",
+    "stream_chat",
+    "stream_responses",
+    "stream_triton",
 ]

@@ -1,0 +1,296 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Strict checker for Chat Completions streams (``POST /v1/chat/completions``, stream).
+
+Rules (codes in :data:`CHAT_RULES`): every chunk is a ``chat.completion.chunk`` with a
+stable id; each choice gets exactly one finish_reason and nothing after it; reasoning
+(``reasoning_content`` or ``reasoning``) is assembled apart from content and Harmony markup
+never leaks into either; tool-call deltas carry id and name once (first delta of an index)
+and their arguments are concatenated; the stream ends with ``data: [DONE]`` and nothing
+follows it. Error payloads (``{"error": ...}`` or ``{"object": "error", ...}``) are
+detected and end the stream as failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CHAT_RULES", "ChatCheck", "ChatChoice", "ChatStreamChecker", "ChatToolCall"]
+
+#: Rule codes of the Chat Completions checker.
+CHAT_RULES: dict[str, str] = {
+    "schema": "a chunk is a JSON object of object chat.completion.chunk with a choices list",
+    "chunk-id": "every chunk carries the same non-empty id",
+    "choice-index": "every choice has an int index",
+    "finish-twice": "a choice gets exactly one finish_reason",
+    "finish-reason": "finish_reason is stop, length, tool_calls, content_filter or function_call",
+    "finish-missing": "every choice ends with a finish_reason",
+    "after-finish": "no content, reasoning or tool-call delta after the choice finished",
+    "markup-leak": "no Harmony markup in content or reasoning",
+    "tool-call-index": "tool-call indexes count 0, 1, ... per choice",
+    "tool-call-first": "the first delta of a tool call carries its id and function name",
+    "tool-call-identity": "id and name are not changed by later deltas",
+    "usage-total": "usage.total_tokens == prompt_tokens + completion_tokens",
+    "done-missing": "the stream ends with data: [DONE]",
+    "after-done": "nothing follows data: [DONE]",
+}
+
+_FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
+_MARKUP = ("<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>",
+           "<|constrain|>")
+
+
+@dataclass
+class ChatToolCall:
+    """One tool call assembled from its deltas."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass
+class ChatChoice:
+    """One choice assembled from the stream."""
+
+    index: int
+    role: str | None = None
+    content: str = ""
+    reasoning: str = ""
+    refusal: str = ""
+    tool_calls: list[ChatToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+
+
+@dataclass
+class ChatCheck:
+    """Result of checking one Chat Completions stream."""
+
+    violations: list[str]
+    warnings: list[str]
+    choices: list[ChatChoice]
+    completion_id: str | None
+    done: bool
+    chunks: int
+    error: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
+    rules: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No violation, no error payload, ``[DONE]`` received."""
+        return not self.violations and self.error is None and self.done
+
+    @property
+    def terminal(self) -> str | None:
+        """``"completed"`` after ``[DONE]``, ``"failed"`` after an error payload, else None."""
+        if self.error is not None:
+            return "failed"
+        return "completed" if self.done else None
+
+    def has(self, rule: str) -> bool:
+        """True if a violation of ``rule`` was reported."""
+        return rule in self.rules
+
+
+class ChatStreamChecker:
+    """Incremental checker: :meth:`feed` each parsed chunk, :meth:`feed_done` on ``[DONE]``."""
+
+    def __init__(self, *, allow: Collection[str] = ()) -> None:
+        unknown = set(allow) - CHAT_RULES.keys()
+        if unknown:
+            msg = f"unknown rule codes in allow: {sorted(unknown)}; known: {sorted(CHAT_RULES)}"
+            raise ValueError(msg)
+        self.allow = frozenset(allow)
+        self.violations: list[str] = []
+        self.rules: list[str] = []
+        self.warnings: list[str] = []
+        self.choices: dict[int, ChatChoice] = {}
+        self.completion_id: str | None = None
+        self.done = False
+        self.error: dict[str, Any] | None = None
+        self.usage: dict[str, Any] | None = None
+        self._index = -1
+        self._finished = False
+
+    def _violate(self, rule: str, message: str) -> None:
+        where = "end of stream" if self._finished else f"chunk {self._index}"
+        text = f"{where}: [{rule}] {message}"
+        if rule in self.allow:
+            self.warnings.append(text)
+        else:
+            self.violations.append(text)
+            self.rules.append(rule)
+
+    @property
+    def terminated(self) -> bool:
+        """True after ``[DONE]`` or an error payload."""
+        return self.done or self.error is not None
+
+    def feed_done(self) -> None:
+        """The ``data: [DONE]`` sentinel arrived."""
+        self._index += 1
+        if self.done:
+            self._violate("after-done", "second [DONE]")
+        self.done = True
+
+    def feed(self, chunk: Any) -> None:
+        """Check one parsed ``data:`` payload."""
+        if self._finished:
+            msg = "ChatStreamChecker.feed() called after finish()"
+            raise RuntimeError(msg)
+        self._index += 1
+        if self.done:
+            self._violate("after-done", "chunk after [DONE]")
+            return
+        if not isinstance(chunk, Mapping):
+            self._violate("schema", "chunk is not a JSON object")
+            return
+        if chunk.get("error") or chunk.get("object") == "error":
+            err = chunk.get("error")
+            if isinstance(err, Mapping):
+                self.error = dict(err)
+            elif err:
+                self.error = {"message": str(err)}
+            else:
+                self.error = {k: v for k, v in chunk.items() if k != "object"}
+            return
+        if chunk.get("object") != "chat.completion.chunk":
+            self._violate("schema", f"object {chunk.get('object')!r} != chat.completion.chunk")
+        cid = chunk.get("id")
+        if not isinstance(cid, str) or not cid:
+            self._violate("chunk-id", f"chunk id {cid!r} is empty")
+        elif self.completion_id is None:
+            self.completion_id = cid
+        elif cid != self.completion_id:
+            self._violate("chunk-id", f"chunk id {cid!r} != {self.completion_id!r}")
+        usage = chunk.get("usage")
+        if isinstance(usage, Mapping):
+            self.usage = dict(usage)
+            p, c, t = (usage.get(k) for k in ("prompt_tokens", "completion_tokens",
+                                              "total_tokens"))
+            if not all(isinstance(v, int) for v in (p, c, t)) or t != p + c:
+                self._violate("usage-total", f"total_tokens {t!r} != prompt_tokens {p!r} + "
+                              f"completion_tokens {c!r}")
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            self._violate("schema", "choices is not a list")
+            return
+        for choice in choices:
+            self._on_choice(choice)
+
+    def _on_choice(self, choice: Any) -> None:
+        if not isinstance(choice, Mapping):
+            self._violate("schema", "choice is not an object")
+            return
+        idx = choice.get("index")
+        if not isinstance(idx, int) or isinstance(idx, bool):
+            self._violate("choice-index", f"choice index {idx!r} is not an int")
+            return
+        state = self.choices.setdefault(idx, ChatChoice(index=idx))
+        delta = choice.get("delta")
+        delta = delta if isinstance(delta, Mapping) else {}
+        finished_before = state.finish_reason is not None
+        has_payload = any(
+            delta.get(k) for k in ("content", "reasoning_content", "reasoning", "refusal",
+                                   "tool_calls")
+        )
+        if finished_before and has_payload:
+            self._violate("after-finish", f"delta for choice {idx} after finish_reason "
+                          f"{state.finish_reason!r}")
+        role = delta.get("role")
+        if role is not None:
+            if state.role is not None and role != state.role:
+                self.warnings.append(f"chunk {self._index}: role changed to {role!r}")
+            state.role = role
+        for key, attr in (("content", "content"), ("reasoning_content", "reasoning"),
+                          ("reasoning", "reasoning"), ("refusal", "refusal")):
+            value = delta.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                self._violate("schema", f"delta.{key} {value!r} is not a string")
+                continue
+            if "<|" in value and any(m in value for m in _MARKUP):
+                self._violate("markup-leak", f"Harmony markup in delta.{key}: {value[:60]!r}")
+            setattr(state, attr, getattr(state, attr) + value)
+        tool_calls = delta.get("tool_calls")
+        if tool_calls is not None:
+            if isinstance(tool_calls, list):
+                for call in tool_calls:
+                    self._on_tool_call(state, call)
+            else:
+                self._violate("schema", "delta.tool_calls is not a list")
+        reason = choice.get("finish_reason")
+        if reason is not None:
+            if finished_before:
+                self._violate("finish-twice", f"choice {idx} finish_reason {reason!r} after "
+                              f"{state.finish_reason!r}")
+            else:
+                state.finish_reason = reason
+            if reason not in _FINISH_REASONS:
+                self._violate("finish-reason", f"unknown finish_reason {reason!r}")
+
+    def _on_tool_call(self, state: ChatChoice, call: Any) -> None:
+        if not isinstance(call, Mapping):
+            self._violate("schema", "tool call delta is not an object")
+            return
+        k = call.get("index")
+        fn = call.get("function")
+        fn = fn if isinstance(fn, Mapping) else {}
+        cid, name, args = call.get("id"), fn.get("name"), fn.get("arguments")
+        existing = next((c for c in state.tool_calls if c.index == k), None)
+        if existing is None:
+            if k != len(state.tool_calls):
+                self._violate("tool-call-index", f"tool call index {k!r}, expected "
+                              f"{len(state.tool_calls)}")
+            if not cid or not name:
+                self._violate("tool-call-first", f"first delta of tool call {k!r} lacks id or "
+                              "name")
+            existing = ChatToolCall(index=k if isinstance(k, int) else -1, id=cid or None,
+                                    name=name or None)
+            state.tool_calls.append(existing)
+        else:
+            for label, new, old in (("id", cid, existing.id), ("name", name, existing.name)):
+                if not new:
+                    continue
+                if old is None:
+                    setattr(existing, label, new)
+                elif new != old:
+                    self._violate("tool-call-identity", f"tool call {k} {label} {new!r} != "
+                                  f"{old!r}")
+                else:
+                    self.warnings.append(f"chunk {self._index}: tool call {k} repeats {label}")
+        if args is not None:
+            if isinstance(args, str):
+                existing.arguments += args
+            else:
+                self._violate("schema", f"tool call arguments {args!r} are not a string")
+
+    def finish(self) -> ChatCheck:
+        """End of stream: report a missing ``[DONE]`` or unfinished choices."""
+        if not self._finished:
+            self._finished = True
+            if self.error is None:
+                if not self.done:
+                    self._violate("done-missing", "stream ended without data: [DONE]")
+                for state in self.choices.values():
+                    if state.finish_reason is None:
+                        self._violate("finish-missing", f"choice {state.index} never finished")
+        return self.result()
+
+    def result(self) -> ChatCheck:
+        """The result so far."""
+        return ChatCheck(
+            violations=list(self.violations),
+            warnings=list(self.warnings),
+            choices=[self.choices[k] for k in sorted(self.choices)],
+            completion_id=self.completion_id,
+            done=self.done,
+            chunks=self._index + 1,
+            error=self.error,
+            usage=self.usage,
+            rules=list(self.rules),
+        )
