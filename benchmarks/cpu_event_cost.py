@@ -1,0 +1,450 @@
+# SPDX-License-Identifier: Apache-2.0
+"""CPU cost per request of turning one gpt-oss turn into Responses SSE bytes.
+
+One turn is ``analysis`` + ``final`` text of exact token counts, tokenized with the real
+gpt-oss encoding, its trailing ``<|return|>`` trimmed the way TensorRT-LLM trims it. The
+tokens are replayed in engine responses of ``stream_interval`` tokens through:
+
+- ``floor``: a bare ``StreamableParser.process`` + ``last_content_delta`` per token;
+- ``upstream``: the upstream-equivalent baseline + SSE framing (the "before");
+- ``ours``: the Responses event machine + ``format_sse`` per event;
+- ``plugin``: the trtllm-serve plugin's processor on the TensorRT-LLM stand-in;
+- ``upstream-real``: the real upstream processor, when ``TRTLLM_SOURCE_DIR`` names a
+  TensorRT-LLM source tree whose ``tensorrt_llm.serve`` imports on this host.
+
+Every implementation runs once as a warm-up, then ``--runs`` times interleaved with the
+others; the median is reported as µs per output token and as a ratio to the floor.
+
+    python benchmarks/cpu_event_cost.py            # full run, results in benchmarks/results/
+    python benchmarks/cpu_event_cost.py --quick --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from openai_harmony import Role, StreamableParser
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _runner import bench_env, machine_info
+
+from trtllm_stream_fix.context import ResponseContext
+from trtllm_stream_fix.encoding import load_gpt_oss_encoding
+from trtllm_stream_fix.machine import ResponsesEventMachine
+from trtllm_stream_fix.sse import format_sse
+
+START, CHANNEL, MESSAGE, END, RETURN = 200006, 200005, 200008, 200007, 200002
+
+FULL_SIZES = ((300, 300), (1000, 1000), (4000, 2000))
+QUICK_SIZES = ((300, 300), (1000, 1000))
+INTERVALS = (1, 20)
+TARGETS = {
+    "floor_ratio_si20": 1.5,
+    "floor_ratio_si1": 4.0,
+    "flatness": 1.2,
+}
+
+_WORDS = [
+    "the",
+    "river",
+    "bends",
+    "north",
+    "past",
+    "the",
+    "old",
+    "mill",
+    "where",
+    "the",
+    "valley",
+    "widens",
+    "into",
+    "fields",
+    "of",
+    "barley",
+    "and",
+    "the",
+    "road",
+    "climbs",
+    "toward",
+    "a",
+    "ridge",
+    "so",
+    "we",
+    "should",
+    "check",
+    "the",
+    "forecast",
+    "before",
+    "we",
+    "leave",
+    "because",
+    "rain",
+    "in",
+    "the",
+    "hills",
+    "makes",
+    "the",
+    "crossing",
+    "slow",
+    "and",
+    "the",
+    "bridge",
+    "near",
+    "Lyon",
+    "was",
+    "closed",
+    "last",
+    "spring",
+    "for",
+    "repairs",
+    "to",
+    "its",
+    "stone",
+    "arches;",
+    "numbers",
+    "like",
+    "42,",
+    "3.14",
+    "and",
+    "2026",
+    "appear",
+    "too,",
+    "as",
+    "do",
+    "words",
+    "such",
+    "as",
+    "naïve,",
+    "café",
+    "and",
+    "über",
+]
+
+Replay = Callable[[list[tuple[list[int], bool]]], int]
+
+
+@dataclass
+class Row:
+    tokens: str
+    stream_interval: int
+    impl: str
+    us_per_token: float
+    ratio_to_floor: float
+
+
+# -- workload -------------------------------------------------------------------------------
+
+
+def text_tokens(enc: Any, count: int, seed: int) -> list[int]:
+    """Exactly ``count`` tokens of plain prose (decodable at every token boundary)."""
+    rng = random.Random(seed)
+    words: list[str] = []
+    tokens: list[int] = []
+    while len(tokens) < count:
+        words.extend(rng.choice(_WORDS) for _ in range(max(64, count)))
+        tokens = enc.encode(" ".join(words), allowed_special=set())
+    return tokens[:count]
+
+
+def build_turn(enc: Any, analysis: int, final: int) -> list[int]:
+    """``<|channel|>analysis<|message|>…<|end|><|start|>assistant<|channel|>final<|message|>…``.
+
+    The generation follows a prompt ending in ``<|start|>assistant``; its ``<|return|>`` is
+    not included (TensorRT-LLM trims it from Responses outputs).
+    """
+    head = enc.encode("<|channel|>analysis<|message|>", allowed_special="all")
+    middle = enc.encode(
+        "<|end|><|start|>assistant<|channel|>final<|message|>", allowed_special="all"
+    )
+    return head + text_tokens(enc, analysis, 1) + middle + text_tokens(enc, final, 2)
+
+
+def engine_batches(tokens: Sequence[int], interval: int) -> list[tuple[list[int], bool]]:
+    """Engine responses of ``interval`` tokens; the stop token, trimmed, may leave the last
+    batch empty (as with ``stream_interval`` 1)."""
+    generated = list(tokens) + [RETURN]
+    batches = [generated[i : i + interval] for i in range(0, len(generated), interval)]
+    batches[-1] = batches[-1][:-1]
+    return [(batch, i == len(batches) - 1) for i, batch in enumerate(batches)]
+
+
+# -- implementations --------------------------------------------------------------------------
+
+
+def floor_impl(enc: Any) -> Replay:
+    def run(batches: list[tuple[list[int], bool]]) -> int:
+        parser = StreamableParser(enc, Role.ASSISTANT)
+        chars = 0
+        for batch, _ in batches:
+            for token in batch:
+                parser.process(token)
+                delta = parser.last_content_delta
+                if delta:
+                    chars += len(delta)
+        return chars
+
+    return run
+
+
+def _stream_impl(enc: Any, factory: Callable[[ResponseContext, Any], Any]) -> Replay:
+    def run(batches: list[tuple[list[int], bool]]) -> int:
+        stream = factory(ResponseContext.new(num_prompt_tokens=64), enc)
+        size = sum(len(format_sse(event)) for event in stream.start())
+        for batch, last in batches:
+            events = stream.feed(batch, finished=last, finish_reason="stop" if last else None)
+            for event in events:
+                size += len(format_sse(event))
+        return size
+
+    return run
+
+
+def ours_impl(enc: Any) -> Replay:
+    return _stream_impl(enc, lambda ctx, e: ResponsesEventMachine(ctx, encoding=e))
+
+
+def upstream_impl(enc: Any) -> Replay | str:
+    try:
+        from trtllm_stream_fix.baseline import UpstreamBaselineStream
+    except ImportError as exc:
+        return f"baseline unavailable: {exc}"
+    return _stream_impl(enc, lambda ctx, e: UpstreamBaselineStream(ctx, encoding=e))
+
+
+def plugin_impl(enc: Any) -> Replay | str:
+    from _processor import processor_replay
+
+    return processor_replay("plugin", enc)
+
+
+def upstream_real_impl(enc: Any) -> Replay | str:
+    source = os.environ.get("TRTLLM_SOURCE_DIR")
+    if not source:
+        return "TRTLLM_SOURCE_DIR not set"
+    from _processor import processor_replay
+
+    return processor_replay("upstream-real", enc, source_dir=source)
+
+
+IMPLS: dict[str, Callable[[Any], Replay | str]] = {
+    "floor": floor_impl,
+    "upstream": upstream_impl,
+    "ours": ours_impl,
+    "plugin": plugin_impl,
+    "upstream-real": upstream_real_impl,
+}
+
+
+# -- measurement ------------------------------------------------------------------------------
+
+
+def _time(run: Replay, batches: list[tuple[list[int], bool]]) -> float:
+    start = time.perf_counter_ns()
+    run(batches)
+    return (time.perf_counter_ns() - start) / 1e3
+
+
+def measure(
+    sizes: Sequence[tuple[int, int]], intervals: Sequence[int], runs: int, impls: Sequence[str]
+) -> tuple[list[Row], dict[str, str]]:
+    """Median µs per token of every implementation, interleaved run by run."""
+    enc = load_gpt_oss_encoding()
+    replays: dict[str, Replay] = {}
+    skipped: dict[str, str] = {}
+    for name in impls:
+        made = IMPLS[name](enc)
+        if isinstance(made, str):
+            skipped[name] = made
+        else:
+            replays[name] = made
+    rows: list[Row] = []
+    for analysis, final in sizes:
+        tokens = build_turn(enc, analysis, final)
+        label = f"{analysis}+{final}"
+        for interval in intervals:
+            batches = engine_batches(tokens, interval)
+            samples: dict[str, list[float]] = {name: [] for name in replays}
+            for name, run in replays.items():
+                run(batches)  # warm-up
+            for _ in range(runs):
+                for name, run in replays.items():
+                    samples[name].append(_time(run, batches))
+            count = analysis + final
+            floor = statistics.median(samples["floor"]) / count if "floor" in samples else None
+            for name, values in samples.items():
+                per_token = statistics.median(values) / count
+                ratio = per_token / floor if floor else float("nan")
+                rows.append(Row(label, interval, name, round(per_token, 3), round(ratio, 2)))
+    return rows, skipped
+
+
+# -- verdicts and reports ---------------------------------------------------------------------
+
+
+def _lookup(rows: Sequence[Row], tokens: str, interval: int, impl: str) -> Row | None:
+    for row in rows:
+        if (row.tokens, row.stream_interval, row.impl) == (tokens, interval, impl):
+            return row
+    return None
+
+
+def verdicts(rows: Sequence[Row]) -> list[tuple[str, bool, str]]:
+    """(target, met, evidence) for every target that the measured rows can decide."""
+    out: list[tuple[str, bool, str]] = []
+    sizes = list(dict.fromkeys(row.tokens for row in rows))
+    intervals = sorted({row.stream_interval for row in rows})
+    for interval, limit in ((20, TARGETS["floor_ratio_si20"]), (1, TARGETS["floor_ratio_si1"])):
+        ours = [r for r in rows if r.impl == "ours" and r.stream_interval == interval]
+        if ours:
+            worst = max(ours, key=lambda r: r.ratio_to_floor)
+            out.append(
+                (
+                    f"ours <= {limit}x floor at stream_interval {interval}",
+                    worst.ratio_to_floor <= limit,
+                    f"worst {worst.ratio_to_floor}x at {worst.tokens}",
+                )
+            )
+    if len(sizes) > 1:
+        small, large = sizes[0], sizes[-1]
+        for interval in intervals:
+            a = _lookup(rows, small, interval, "ours")
+            b = _lookup(rows, large, interval, "ours")
+            if a and b:
+                growth = b.us_per_token / a.us_per_token
+                out.append(
+                    (
+                        (
+                            f"ours flat per token at stream_interval {interval} "
+                            f"({large} within {TARGETS['flatness']}x of {small})"
+                        ),
+                        growth <= TARGETS["flatness"],
+                        f"{b.us_per_token} vs {a.us_per_token} us/token = {growth:.2f}x",
+                    )
+                )
+    pairs = [(_lookup(rows, s, 1, "ours"), _lookup(rows, s, 1, "upstream")) for s in sizes]
+    pairs = [(o, u) for o, u in pairs if o and u]
+    if pairs:
+        out.append(
+            (
+                "ours faster than upstream at every size at stream_interval 1",
+                all(o.us_per_token < u.us_per_token for o, u in pairs),
+                ", ".join(f"{o.tokens}: {o.us_per_token} vs {u.us_per_token}" for o, u in pairs),
+            )
+        )
+    return out
+
+
+def markdown(rows: Sequence[Row], skipped: dict[str, str]) -> str:
+    impls = list(dict.fromkeys(row.impl for row in rows))
+    lines = [
+        "| tokens | stream_interval | "
+        + " | ".join(f"{i} µs/token (×floor)" for i in impls)
+        + " |",
+        "|---|---:|" + "---:|" * len(impls),
+    ]
+    keys = list(dict.fromkeys((row.tokens, row.stream_interval) for row in rows))
+    for tokens, interval in keys:
+        cells = []
+        for impl in impls:
+            row = _lookup(rows, tokens, interval, impl)
+            cells.append(f"{row.us_per_token:.2f} ({row.ratio_to_floor:.2f}×)" if row else "–")
+        lines.append(f"| {tokens} | {interval} | " + " | ".join(cells) + " |")
+    for name, reason in skipped.items():
+        lines.append(f"\n`{name}` skipped: {reason}")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: Sequence[Row], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    intervals = sorted({row.stream_interval for row in rows})
+    sizes = list(dict.fromkeys(row.tokens for row in rows))
+    impls = list(dict.fromkeys(row.impl for row in rows))
+    fig, axes = plt.subplots(1, len(intervals), figsize=(5.5 * len(intervals), 4), squeeze=False)
+    width = 0.8 / max(1, len(impls))
+    for ax, interval in zip(axes[0], intervals):
+        for k, impl in enumerate(impls):
+            values = [
+                (r.us_per_token if (r := _lookup(rows, s, interval, impl)) else 0.0) for s in sizes
+            ]
+            ax.bar([i + k * width for i in range(len(sizes))], values, width, label=impl)
+        ax.set_xticks([i + width * (len(impls) - 1) / 2 for i in range(len(sizes))], sizes)
+        ax.set_yscale("log")
+        ax.set_xlabel("analysis + final tokens")
+        ax.set_ylabel("µs per output token (median)")
+        ax.set_title(f"stream_interval {interval}")
+        ax.grid(axis="y", which="both", alpha=0.3)
+    axes[0][0].legend(fontsize="small")
+    fig.suptitle("CPU cost of gpt-oss Responses streaming per output token")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, few runs")
+    parser.add_argument("--json", action="store_true", help="print only the rows as JSON")
+    parser.add_argument("--runs", type=int, default=None, help="timed runs per cell (>= 5)")
+    parser.add_argument("--impls", default=",".join(IMPLS), help="comma-separated list")
+    parser.add_argument("--out", type=Path, default=HERE / "results", help="results folder")
+    args = parser.parse_args(argv)
+
+    sizes = QUICK_SIZES if args.quick else FULL_SIZES
+    runs = args.runs or (5 if args.quick else 9)
+    impls = [name for name in args.impls.split(",") if name]
+    unknown = set(impls) - set(IMPLS)
+    if unknown:
+        parser.error(f"unknown implementations: {sorted(unknown)}")
+    if "floor" not in impls:
+        impls.insert(0, "floor")
+
+    rows, skipped = measure(sizes, INTERVALS, runs, impls)
+    checks = verdicts(rows)
+    report = {
+        "machine": machine_info(),
+        "runs": runs,
+        "quick": args.quick,
+        "skipped": skipped,
+        "rows": [asdict(row) for row in rows],
+        "targets": [{"target": t, "met": met, "evidence": e} for t, met, e in checks],
+    }
+    stem = "cpu_event_cost_quick" if args.quick else "cpu_event_cost"
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
+    table = markdown(rows, skipped)
+    (args.out / f"{stem}.md").write_text(
+        f"Machine: {bench_env(report['machine'])}; median of {runs} runs after a warm-up.\n\n"
+        + table
+    )
+    plot(rows, args.out / f"{stem}.png")
+
+    log = sys.stderr if args.json else sys.stdout
+    if args.json:
+        print(json.dumps({"rows": report["rows"]}))
+    else:
+        print(f"Machine: {bench_env(report['machine'])}; median of {runs} runs\n")
+        print(table)
+    for target, met, evidence in checks:
+        print(f"[{'MET' if met else 'MISSED'}] {target}: {evidence}", file=log)
+    print(f"results: {args.out / stem}.{{json,md,png}}", file=log)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

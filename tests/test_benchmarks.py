@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The benchmark scripts run on CPU and report what their docs promise."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks"
+
+
+def run_script(name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(BENCH / name), *args],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def test_cpu_event_cost_quick_json_shape(tmp_path: Path) -> None:
+    proc = run_script(
+        "cpu_event_cost.py",
+        "--quick",
+        "--json",
+        "--impls",
+        "floor,upstream,ours",
+        "--out",
+        str(tmp_path),
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert list(report) == ["rows"]
+    rows = report["rows"]
+    seen = {(row["tokens"], row["stream_interval"], row["impl"]) for row in rows}
+    for tokens in ("300+300", "1000+1000"):
+        for interval in (1, 20):
+            for impl in ("floor", "upstream", "ours"):
+                assert (tokens, interval, impl) in seen
+    for row in rows:
+        assert set(row) == {"tokens", "stream_interval", "impl", "us_per_token", "ratio_to_floor"}
+        assert row["us_per_token"] > 0
+        assert row["ratio_to_floor"] > 0
+        if row["impl"] == "floor":
+            assert row["ratio_to_floor"] == 1.0
+    assert (tmp_path / "cpu_event_cost_quick.json").is_file()
+    assert (tmp_path / "cpu_event_cost_quick.md").read_text().count("|") > 10
+    assert (tmp_path / "cpu_event_cost_quick.png").read_bytes()[:4] == b"\x89PNG"
+    assert "ours <= " in proc.stderr  # target verdicts are printed
+
+
+def test_turn_has_exact_token_counts() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        from cpu_event_cost import build_turn, engine_batches
+    finally:
+        sys.path.remove(str(BENCH))
+    from openai_harmony import Role
+
+    from trtllm_stream_fix.encoding import load_gpt_oss_encoding
+
+    enc = load_gpt_oss_encoding()
+    tokens = build_turn(enc, 37, 11)
+    messages = enc.parse_messages_from_completion_tokens(tokens, role=Role.ASSISTANT)
+    assert [m.channel for m in messages] == ["analysis", "final"]
+    counts = [len(enc.encode(m.content[0].text, allowed_special=set())) for m in messages]
+    assert counts == [37, 11]
+    batches = engine_batches(tokens, 1)
+    assert batches[-1] == ([], True)  # the trimmed <|return|> leaves the last response empty
+    assert sum(len(b) for b, _ in engine_batches(tokens, 20)) == len(tokens)
