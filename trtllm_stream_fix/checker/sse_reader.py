@@ -130,6 +130,8 @@ class SSEReader:
             tail = "\ufffd"
             self.warnings.append("stream ended inside a UTF-8 sequence")
         pending_line = "".join(self._line) + tail
+        if pending_line.startswith(":"):
+            pending_line = ""  # an unterminated comment carries no event
         if pending_line or self._fields_seen:
             parts = [f"{k}: {v}" for k, v in (("event", self._event_type),) if v]
             parts += [f"data: {d}" for d in self._data]
