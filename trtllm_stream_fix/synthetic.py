@@ -395,6 +395,8 @@ def _malformed(rng: random.Random, c: _Corpus) -> list[int]:
     i = rng.randrange(1, len(msgs))
     m = msgs[i]
     variant = rng.randrange(5)
+    if variant == 1 and m.stop == CALL:
+        variant = 0  # an unknown role followed by a recipient parses as a tool author
     if variant == 0:  # next message lacks <|start|>assistant
         broken = _Message(m.header[2:], m.content, m.stop)
     elif variant == 1:  # unknown role
