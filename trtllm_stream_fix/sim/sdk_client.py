@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Stream through the real OpenAI SDK over HTTP and report what it accepted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class SDKResult:
+    """What the OpenAI SDK made of one request (both streaming entry points)."""
+
+    ok: bool
+    #: Event types seen through ``responses.create(stream=True)``.
+    event_types: list[str] = field(default_factory=list)
+    terminal: str | None = None
+    #: Exception raised by either entry point (``Type: message``), if any.
+    error: str | None = None
+    #: Output texts of ``get_final_response()`` (completed streams only).
+    final_texts: list[str] | None = None
+
+
+def make_client(base_url: str, timeout: float = 30.0) -> Any:
+    """An ``openai.OpenAI`` client for ``base_url`` (no retries, dummy key)."""
+    from openai import OpenAI
+
+    return OpenAI(base_url=f"{base_url}/v1", api_key="x", max_retries=0, timeout=timeout)
+
+
+def _texts(response: Any) -> list[str]:
+    texts: list[str] = []
+    for item in response.output:
+        if item.type == "function_call":
+            texts.append(item.arguments)
+        else:
+            texts.extend(getattr(part, "text", "") for part in item.content or [])
+    return texts
+
+
+def sdk_stream(client: Any, request: dict[str, Any]) -> SDKResult:
+    """Stream ``request`` with ``responses.create(stream=True)`` then ``responses.stream()``.
+
+    ``request`` holds ``model`` and ``input`` plus optional ``max_output_tokens``; other keys
+    travel as ``extra_body``. ``get_final_response()`` is called only for a completed stream.
+    """
+    known = {k: request[k] for k in ("model", "input", "max_output_tokens") if k in request}
+    extra = {k: v for k, v in request.items() if k not in known and k != "stream"}
+    result = SDKResult(ok=False)
+    try:
+        stream = client.responses.create(stream=True, extra_body=extra, **known)
+        for event in stream:
+            result.event_types.append(event.type)
+        terminals = [t for t in result.event_types if t in _TERMINALS]
+        result.terminal = terminals[-1].removeprefix("response.") if terminals else None
+        with client.responses.stream(extra_body=extra, **known) as helper:
+            for _ in helper:
+                pass
+            if result.terminal == "completed":
+                result.final_texts = _texts(helper.get_final_response())
+    except Exception as exc:  # noqa: BLE001 - any SDK failure is the result
+        result.error = f"{type(exc).__name__}: {exc}"
+        return result
+    result.ok = result.terminal is not None
+    if not result.ok:
+        result.error = "no terminal event"
+    return result
+
+
+_TERMINALS = frozenset(("response.completed", "response.incomplete", "response.failed"))
