@@ -208,7 +208,11 @@ class UpstreamBaselineStream:
         parser = self._parser
         try:
             for token in token_ids:
+                # Upstream's adapter reads the channel and recipient around every token to
+                # track transitions; that changes no event here, but it is part of the cost.
+                before = (parser.current_channel, parser.current_recipient)
                 parser.process(token)
+                _ = before != (parser.current_channel, parser.current_recipient)
         except _SWALLOWED:
             self.harmony_errors += 1
             return []
