@@ -391,7 +391,7 @@ class ResponsesStreamChecker:
 
     def _check_schema(self, cls: type[pydantic.BaseModel], event: Mapping[str, Any]) -> None:
         try:
-            cls.model_validate(dict(event))
+            cls.model_validate(dict(event), strict=True)
         except pydantic.ValidationError as exc:
             errors = []
             for err in exc.errors():
