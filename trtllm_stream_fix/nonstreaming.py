@@ -35,11 +35,12 @@ def output_items(
     *,
     config: StreamConfig = StreamConfig(),
     encoding: Any = None,
-) -> tuple[list[ItemRecord], int, str | None, bool]:
-    """``(items, reasoning_tokens, error, header_cut)`` for a whole generation.
+) -> tuple[list[ItemRecord], int, str | None, bool, int]:
+    """``(items, reasoning_tokens, error, header_cut, parsed)`` for a whole generation.
 
     ``error`` is the Harmony parse error message, if any (items parsed before it are kept);
-    ``header_cut`` tells that the tokens ended inside a message header.
+    ``header_cut`` tells that the tokens ended inside a message header; ``parsed`` counts the
+    tokens up to the offending one (all of them without an error).
     """
     if encoding is None:
         from .encoding import load_gpt_oss_encoding
@@ -49,6 +50,7 @@ def output_items(
     facts: list[Fact] = []
     error: str | None = None
     header_cut = False
+    parsed = len(token_ids)
     try:
         driver.feed(token_ids, facts)
         driver.finish(facts)
@@ -56,6 +58,7 @@ def output_items(
         header_cut = True
     except HarmonyStreamError as exc:
         error = f"invalid Harmony token sequence: {exc}"
+        parsed = exc.token_index + 1
     eos_status = "incomplete" if finish_reason == "length" else "completed"
     items: list[ItemRecord] = []
     reasoning_tokens = 0
@@ -84,7 +87,7 @@ def output_items(
             record.text = "".join(partial)
             record.status = "incomplete"
             items.append(record)
-    return items, reasoning_tokens, error, header_cut
+    return items, reasoning_tokens, error, header_cut, parsed
 
 
 def build_response(
@@ -96,7 +99,7 @@ def build_response(
     encoding: Any = None,
 ) -> Response:
     """The non-streaming ``Response`` for a complete generation."""
-    items, reasoning_tokens, error, header_cut = output_items(
+    items, reasoning_tokens, error, header_cut, parsed = output_items(
         token_ids, finish_reason, config=config, encoding=encoding
     )
     cut = finish_reason == "length" or header_cut
@@ -113,7 +116,7 @@ def build_response(
         typed_tools(context.tools),
         items,
         status=status,
-        usage_=usage(context.num_prompt_tokens, len(token_ids), reasoning_tokens),
+        usage_=usage(context.num_prompt_tokens, parsed, reasoning_tokens),
         incomplete_reason=reason,
         error=("server_error", error) if error else None,
     )

@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Shared fixtures: the offline gpt-oss encoding and token helpers."""
+
+from __future__ import annotations
+
+import pytest
+
+from trtllm_stream_fix.encoding import load_gpt_oss_encoding
+
+
+@pytest.fixture(scope="session")
+def encoding():
+    return load_gpt_oss_encoding()
+
+
+@pytest.fixture(scope="session")
+def tokens(encoding):
+    """Encode Harmony text (special tokens allowed) to a token list."""
+
+    def encode(text: str) -> list[int]:
+        return list(encoding.encode(text, allowed_special="all"))
+
+    return encode

@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Batch-size independence over 1,000 seeded synthetic outputs, and property-based splits."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trtllm_stream_fix.differential import (
+    COUNTS,
+    Tally,
+    check_main,
+    final_matches_stream,
+    judge_output,
+    sdk_accepts,
+    stream_events,
+    strict_passes,
+)
+from trtllm_stream_fix.synthetic import generate_output, generate_outputs
+from trtllm_stream_fix.visible import client_visible
+
+pytestmark = pytest.mark.cpu_only
+
+OUTPUTS = 1000
+CHUNK = 100
+
+
+@pytest.mark.parametrize("first_seed", range(0, OUTPUTS, CHUNK))
+def test_ours_is_batch_size_independent_and_valid(first_seed, encoding):
+    """2, 3, 7, 20 and random 1-25 tokens per response equal 1 token per response."""
+    tally = Tally()
+    streams = 0
+    for output in generate_outputs(CHUNK, seed=first_seed):
+        streams += judge_output(output, "ours", tally, encoding=encoding)
+    assert tally.raised == 0, tally.examples
+    assert tally.as_counts() == dict.fromkeys(COUNTS, streams), tally.examples
+
+
+def test_baseline_is_caught_by_the_same_check(encoding):
+    tally = Tally()
+    streams = 0
+    for output in generate_outputs(40, seed=0):
+        streams += judge_output(output, "upstream", tally, encoding=encoding)
+    assert tally.identical < streams
+    assert tally.strict_passed < streams
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), sizes=st.lists(st.integers(0, 30), min_size=1, max_size=40))
+def test_random_splits_of_random_outputs(seed, sizes, encoding):
+    output = generate_output(seed)
+    reference = stream_events(output, 1, encoding=encoding)
+    events = stream_events(output, sizes, encoding=encoding)
+    assert client_visible(events) == client_visible(reference)
+    assert strict_passes(events)
+    assert sdk_accepts(events)
+    assert final_matches_stream(events)
+
+
+def test_check_command_json_shape(capsys):
+    code = check_main(["--outputs", "5", "--seed", "11", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["outputs"] == 5
+    assert summary["streams"] == 5 * 6
+    for impl in ("ours", "upstream"):
+        assert set(summary[impl]) == set(COUNTS)
+    assert summary["ours"] == dict.fromkeys(COUNTS, summary["streams"])
+    assert code == 0
+
+
+def test_visible_events_ignore_ids_and_sequence_but_not_text(encoding):
+    output = next(o for o in generate_outputs(50, seed=0) if o.name == "reasoning_answer")
+    a = stream_events(output, 1, encoding=encoding)
+    b = stream_events(output, random.Random(1), encoding=encoding)
+    assert client_visible(a) == client_visible(b)
+    for event in b:
+        if event["type"].endswith(".delta"):
+            event["delta"] = event["delta"] + "x"
+            break
+    else:
+        pytest.fail("no delta event to alter")
+    assert client_visible(a) != client_visible(b)

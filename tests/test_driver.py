@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The per-token Harmony driver."""
+
+from __future__ import annotations
+
+import openai_harmony
+import pytest
+from openai_harmony import Role, StreamableParser
+
+from trtllm_stream_fix.harmony_driver import (
+    ContentDelta,
+    HarmonyDriver,
+    HarmonyStreamError,
+    MessageClosed,
+    MessageOpened,
+    TruncatedHeaderError,
+)
+from trtllm_stream_fix.synthetic import generate_outputs
+
+pytestmark = pytest.mark.cpu_only
+
+TEXT = (
+    "<|channel|>analysis<|message|>Think 🤖.<|end|><|start|>assistant<|channel|>commentary"
+    " to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>"
+)
+
+
+def batches(tokens, size):
+    return [tokens[i : i + size] for i in range(0, len(tokens), size)]
+
+
+@pytest.mark.parametrize("size", [1, 2, 5])
+def test_cached_messages_equal_parser_messages_after_every_batch(encoding, size):
+    for output in generate_outputs(60, seed=3):
+        if output.malformed:
+            continue
+        driver = HarmonyDriver(encoding)
+        reference = StreamableParser(encoding, Role.ASSISTANT)
+        for batch in batches(list(output.delivered), size):
+            driver.feed(batch)
+            for token in batch:
+                reference.process(token)
+            assert driver.messages == reference.messages
+
+
+def test_facts_describe_messages(encoding, tokens):
+    facts = HarmonyDriver(encoding).feed(tokens(TEXT))
+    kinds = [type(f) for f in facts]
+    assert kinds == [
+        MessageOpened,
+        ContentDelta,
+        MessageClosed,
+        MessageOpened,
+        ContentDelta,
+        MessageClosed,
+    ]
+    assert facts[0].channel == "analysis" and facts[0].recipient is None
+    assert facts[1].text == "Think 🤖."
+    assert facts[3].recipient == "functions.get_weather"
+    assert facts[3].content_type == "<|constrain|>json"
+    assert facts[5].stop_token == 200012
+    assert facts[4].text == '{"city":"Paris"}'
+
+
+def test_hot_path_never_reads_state_or_messages_per_token(encoding, tokens, monkeypatch):
+    reads = {"state": 0, "messages": 0}
+    for name in reads:
+        original = getattr(StreamableParser, name)
+
+        def spy(self, _name=name, _original=original):
+            reads[_name] += 1
+            return _original.fget(self)
+
+        monkeypatch.setattr(StreamableParser, name, property(spy))
+    token_ids = tokens(TEXT)
+    driver = HarmonyDriver(encoding)
+    for token in token_ids:
+        driver.feed([token])
+    assert reads["state"] == 0
+    assert reads["messages"] == 2  # once per stop token
+
+
+def test_finish_closes_message_without_stop_token(encoding, tokens):
+    driver = HarmonyDriver(encoding)
+    driver.feed(tokens("<|channel|>final<|message|>Partial answ"))
+    facts = driver.finish()
+    assert isinstance(facts[-1], MessageClosed)
+    assert facts[-1].stop_token is None
+    assert facts[-1].message.content[0].text == "Partial answ"
+
+
+def test_finish_inside_header_raises_truncated_header(encoding, tokens):
+    driver = HarmonyDriver(encoding)
+    driver.feed(tokens("<|channel|>final<|message|>Hi<|end|><|start|>assistant<|channel|>fin"))
+    with pytest.raises(TruncatedHeaderError):
+        driver.finish()
+    assert len(driver.messages) == 1
+
+
+def test_parse_error_reports_position_and_keeps_earlier_facts(encoding, tokens):
+    token_ids = tokens("<|channel|>final<|message|>Hi<|return|>junk")
+    driver = HarmonyDriver(encoding)
+    facts: list = []
+    with pytest.raises(HarmonyStreamError) as info:
+        driver.feed(token_ids, facts)
+    assert info.value.token_index == len(token_ids) - 1
+    assert isinstance(info.value.__cause__, openai_harmony.HarmonyError)
+    assert isinstance(facts[-1], MessageClosed)
+
+
+def test_multibyte_character_split_across_batches(encoding, tokens):
+    token_ids = tokens("<|channel|>final<|message|>👨‍👩‍👧‍👦 ok<|return|>")
+    for size in (1, 2, 3):
+        driver = HarmonyDriver(encoding)
+        text = ""
+        for batch in batches(token_ids, size):
+            text += "".join(f.text for f in driver.feed(batch) if isinstance(f, ContentDelta))
+        assert text == "👨‍👩‍👧‍👦 ok"

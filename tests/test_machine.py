@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Event machine behaviour beyond batch-size independence."""
+
+from __future__ import annotations
+
+import pytest
+
+from trtllm_stream_fix.checker import check_responses_events
+from trtllm_stream_fix.config import StreamConfig
+from trtllm_stream_fix.context import ResponseContext
+from trtllm_stream_fix.machine import ResponsesEventMachine
+from trtllm_stream_fix.nonstreaming import build_response
+from trtllm_stream_fix.sse import event_to_dict, format_sse, SSEEncoder
+from trtllm_stream_fix.synthetic import generate_outputs, named_output
+
+from _streams import of_type, run, split
+
+pytestmark = pytest.mark.cpu_only
+
+PREAMBLE_ANSWER = (
+    "<|channel|>analysis<|message|>Think.<|end|>"
+    "<|start|>assistant<|channel|>commentary<|message|>One moment.<|end|>"
+    "<|start|>assistant<|channel|>final<|message|>Done here.<|return|>"
+)
+
+
+def test_consecutive_deltas_in_one_response_are_one_event(encoding, tokens):
+    token_ids = tokens("<|channel|>final<|message|>one two three four five six<|return|>")[:-1]
+    events = run("ours", [token_ids[:6], token_ids[6:]], encoding=encoding)
+    deltas = of_type(events, "output_text.delta")
+    assert len(deltas) == 2
+    assert "".join(d["delta"] for d in deltas) == "one two three four five six"
+
+
+def test_preambles_dropped_in_upstream_parity_mode(encoding, tokens):
+    config = StreamConfig(preambles="drop")
+    events = run("ours", split(tokens(PREAMBLE_ANSWER)[:-1], 7), encoding=encoding, config=config)
+    output = events[-1]["response"]["output"]
+    assert [i["type"] for i in output] == ["reasoning", "message"]
+    assert [e["output_index"] for e in of_type(events, "output_item.added")] == [0, 1]
+    assert check_responses_events(events).ok
+
+
+def test_length_cut_upstream_parity_sends_completed_with_incomplete_status(encoding, tokens):
+    token_ids = tokens("<|channel|>final<|message|>The answer is")
+    config = StreamConfig(length_terminal="completed")
+    events = run("ours", [token_ids], "length", encoding=encoding, config=config)
+    assert events[-1]["type"] == "response.completed"
+    assert events[-1]["response"]["status"] == "incomplete"
+
+
+def test_cut_inside_header_is_incomplete_not_failed(encoding):
+    output = named_output("header_cut")
+    events = run("ours", [output.delivered], output.finish_reason, encoding=encoding)
+    assert events[-1]["type"] == "response.incomplete"
+    assert all(i["status"] == "completed" for i in events[-1]["response"]["output"])
+    assert check_responses_events(events).ok
+
+
+def test_other_finish_reasons_fail_cleanly(encoding, tokens):
+    events = run("ours", [tokens("<|channel|>final<|message|>Hi")], "timeout", encoding=encoding)
+    assert [e["type"] for e in events[-2:]] == ["error", "response.failed"]
+    assert of_type(events, "output_item.done")[0]["item"]["status"] == "incomplete"
+    assert check_responses_events(events).ok
+
+
+def test_internal_error_never_escapes_and_nothing_follows_terminal(encoding, tokens, monkeypatch):
+    machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding)
+    machine.start()
+    machine.feed(tokens("<|channel|>final<|message|>Hello"))
+
+    def boom(*args, **kwargs):
+        raise ValueError("driver exploded")
+
+    monkeypatch.setattr(machine._driver, "feed", boom)
+    events = [event_to_dict(e) for e in machine.feed([13])]
+    assert [e["type"] for e in events[-2:]] == ["error", "response.failed"]
+    assert "driver exploded" in events[-2]["message"]
+    assert machine.finished and machine._driver is None  # per-request state released
+    assert machine.feed([13], finished=True, finish_reason="stop") == []
+    assert machine.fail("late") == []
+
+
+def test_usage_counts_reasoning_tokens(encoding, tokens):
+    token_ids = tokens(PREAMBLE_ANSWER)[:-1]
+    events = run("ours", [token_ids], encoding=encoding)
+    usage = events[-1]["response"]["usage"]
+    assert usage["output_tokens"] == len(token_ids)
+    # "Think." plus <|end|>: content tokens of the analysis message.
+    assert usage["output_tokens_details"]["reasoning_tokens"] == len(tokens("Think.<|end|>"))
+    assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+
+
+@pytest.mark.parametrize("size", [1, 20])
+def test_non_streaming_matches_stream_final_response(encoding, size):
+    def shape(output_items):
+        keep = ("type", "status", "content", "arguments", "name", "phase", "action")
+        return [{k: v for k, v in item.items() if k in keep} for item in output_items]
+
+    for output in generate_outputs(150, seed=9):
+        events = run("ours", split(output.delivered, size), output.finish_reason, encoding=encoding)
+        context = ResponseContext.new(response_id="resp_test", created_at=0.0)
+        response = build_response(context, output.delivered, output.finish_reason, encoding=encoding)
+        streamed = events[-1]["response"]
+        built = event_to_dict(response)
+        assert built["status"] == streamed["status"], output.name
+        assert shape(built["output"]) == shape(streamed["output"]), output.name
+        assert built["usage"] == streamed["usage"], output.name
+
+
+def test_sse_framing_and_sequence_numbers(encoding, tokens):
+    machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding)
+    events = machine.start() + machine.feed(
+        tokens("<|channel|>final<|message|>Hi"), finished=True, finish_reason="stop"
+    )
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    frame = format_sse(events[2])
+    assert frame.startswith("event: response.output_item.added\ndata: {")
+    assert frame.endswith("}\n\n") and frame.count("\n") == 3
+    encoder = SSEEncoder(start=7)
+    frames = encoder.encode_all(events)
+    assert '"sequence_number":7' in frames[0] and encoder.sequence_number == 7 + len(events)
+
+
+def test_first_sequence_number_continues_a_counter(encoding):
+    machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding, first_sequence_number=2)
+    assert [e.sequence_number for e in machine.start()] == [2, 3]
