@@ -77,6 +77,19 @@ def input_seed(request_input: Any, base_seed: int = 0) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
+def ordinary_output(seed: int) -> SyntheticOutput:
+    """The first generation from ``seed`` on that parses and ends with a stop token.
+
+    A request that names no scenario or seed gets what a healthy model produces; explicit
+    seeds reach every scenario (length and header cuts, malformed Harmony).
+    """
+    while True:
+        output = generate_output(seed)
+        if output.finish_reason == "stop" and not output.malformed:
+            return output
+        seed += 1
+
+
 def cut_output(output: SyntheticOutput, max_output_tokens: int | None) -> SyntheticOutput:
     """``output`` limited to ``max_output_tokens`` generated tokens (finish reason length)."""
     if max_output_tokens is None or len(output.generated) <= max_output_tokens:
@@ -103,7 +116,8 @@ class SimulatedEngine:
         seed: int | None = None,
         max_output_tokens: int | None = None,
     ) -> Generation:
-        """The generation for a request: named ``scenario``, explicit ``seed`` or input hash.
+        """The generation for a request: named ``scenario``, explicit ``seed`` or input hash
+        (then an ordinary generation, see :func:`ordinary_output`).
 
         Raises ValueError for an unknown scenario.
         """
@@ -111,11 +125,11 @@ class SimulatedEngine:
         if scenario is not None:
             output = named_output(scenario)
             batch_seed = input_seed(request_input, self.config.seed)
+        elif seed is not None:
+            output, batch_seed = generate_output(seed), seed
         else:
-            if seed is None:
-                seed = input_seed(request_input, self.config.seed)
-            output = generate_output(seed)
-            batch_seed = seed
+            output = ordinary_output(input_seed(request_input, self.config.seed))
+            batch_seed = output.seed
         return Generation(cut_output(output, max_output_tokens), batch_seed)
 
     def responses(

@@ -1,0 +1,339 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``trtllm-stream-fix``: serve, validate, replay, demo, check, doctor."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+PROG = "trtllm-stream-fix"
+PROTOCOLS = ("responses", "chat", "triton")
+
+
+def _delegate(module: str, function: str, argv: Sequence[str]) -> int:
+    """Run ``module.function(argv)``, imported lazily; a missing module is a clear error."""
+    try:
+        entry: Callable[[Sequence[str]], int] = getattr(
+            importlib.import_module(f"trtllm_stream_fix.{module}"), function
+        )
+    except (ImportError, AttributeError) as exc:
+        print(f"{PROG}: this command is unavailable: {exc}", file=sys.stderr)
+        return 2
+    return int(entry(list(argv)) or 0)
+
+
+# -- serve -------------------------------------------------------------------------------
+
+
+def _serve(args: argparse.Namespace, rest: list[str]) -> int:
+    if rest:
+        print(f"{PROG} serve: unrecognized arguments: {' '.join(rest)}", file=sys.stderr)
+        return 2
+    import uvicorn
+
+    from .config import StreamConfig
+    from .sim.engine import EngineConfig
+    from .sim.server import create_app
+
+    try:
+        engine = EngineConfig(
+            stream_interval=args.stream_interval,
+            max_draft_tokens=args.draft_tokens,
+            tokens_per_second=args.tokens_per_second,
+            seed=args.seed,
+            default_scenario=args.scenario,
+        )
+    except ValueError as exc:
+        print(f"{PROG} serve: {exc}", file=sys.stderr)
+        return 2
+    app = create_app(
+        engine,
+        args.generator,
+        stream_config=StreamConfig(preambles=args.preambles),
+        allow_faults=args.allow_faults,
+        models=tuple(args.model or ("gpt-oss-20b", "gpt-oss-120b")),
+    )
+    print(
+        f"simulated gpt-oss server ({args.generator} generator, stream_interval "
+        f"{args.stream_interval}) on http://{args.host}:{args.port}",
+        file=sys.stderr,
+    )
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def _add_serve(sub: Any) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="run a local OpenAI Responses server (simulated gpt-oss engine by default)",
+        description="Serve POST /v1/responses from the simulated engine, or delegate to "
+        "trtllm-serve with the fix installed (--engine trtllm; further arguments go to it).",
+    )
+    p.add_argument("--engine", choices=("sim", "trtllm"), default="sim")
+    p.add_argument(
+        "--generator",
+        choices=("ours", "upstream"),
+        default="ours",
+        help="stream generator: ours, or the upstream-equivalent baseline",
+    )
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument(
+        "--stream-interval",
+        type=int,
+        default=20,
+        help="tokens per engine response (default 20, as gpt-oss configs)",
+    )
+    p.add_argument(
+        "--draft-tokens",
+        type=int,
+        default=0,
+        help="0..N extra accepted draft tokens per engine response",
+    )
+    p.add_argument(
+        "--tokens-per-second",
+        type=float,
+        default=0.0,
+        help="generation speed (0 = as fast as possible)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="mixed into the per-request seed")
+    p.add_argument(
+        "--scenario", default=None, help="named synthetic output served when a request names none"
+    )
+    p.add_argument("--preambles", choices=("commentary", "drop"), default="commentary")
+    p.add_argument("--model", action="append", help="model name to serve (repeatable)")
+    p.add_argument(
+        "--allow-faults",
+        action="store_true",
+        help="honour the sim_fault request field (fault injection)",
+    )
+    p.add_argument("--log-level", default="info")
+
+
+# -- validate / replay -------------------------------------------------------------------
+
+
+def _request_body(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    base = args.url.rstrip("/")
+    if args.protocol == "responses":
+        url = base if base.endswith("/responses") else f"{base}/v1/responses"
+        body: dict[str, Any] = {"model": args.model, "input": args.input}
+        if args.max_output_tokens is not None:
+            body["max_output_tokens"] = args.max_output_tokens
+    elif args.protocol == "chat":
+        url = base if base.endswith("/completions") else f"{base}/v1/chat/completions"
+        body = {"model": args.model, "messages": [{"role": "user", "content": args.input}]}
+        if args.max_output_tokens is not None:
+            body["max_tokens"] = args.max_output_tokens
+    else:
+        url = (
+            base if "generate_stream" in base else f"{base}/v2/models/{args.model}/generate_stream"
+        )
+        body = {"id": "validate-1", "text_input": args.input, "stream": True}
+        if args.max_output_tokens is not None:
+            body["max_tokens"] = args.max_output_tokens
+    if args.stream_interval is not None:
+        body["stream_interval"] = args.stream_interval
+    for extra in args.extra or ():
+        key, _, value = extra.partition("=")
+        try:
+            body[key] = json.loads(value)
+        except ValueError:
+            body[key] = value
+    return url, body
+
+
+async def _validate_async(args: argparse.Namespace, url: str, body: dict[str, Any]) -> Any:
+    import httpx
+
+    from .checker import client
+
+    stream = {
+        "responses": client.stream_responses,
+        "chat": client.stream_chat,
+        "triton": client.stream_triton,
+    }[args.protocol]
+    kwargs: dict[str, Any] = {"idle_timeout": args.idle_timeout, "deadline": args.deadline}
+    if args.protocol != "triton":
+        kwargs["allow_incomplete"] = args.allow_incomplete
+    headers = {"authorization": f"Bearer {args.api_key}"} if args.api_key else None
+    async with httpx.AsyncClient(timeout=httpx.Timeout(args.idle_timeout)) as http:
+        return await stream(http, url, body, headers=headers, **kwargs)
+
+
+def _print_record(record: Any, as_json: bool) -> None:
+    if as_json:
+        summary = {
+            k: getattr(record, k)
+            for k in (
+                "protocol",
+                "outcome",
+                "ok",
+                "detail",
+                "http_status",
+                "request_id",
+                "terminal",
+                "violations",
+                "warnings",
+                "first_text_latency",
+                "total_latency",
+                "bytes_received",
+            )
+        }
+        summary["events"] = len(record.events)
+        print(json.dumps(summary, ensure_ascii=False))
+        return
+    from rich.console import Console
+
+    console = Console()
+    colour = "green" if record.ok else "red"
+    console.print(
+        f"[bold {colour}]{record.outcome}[/] ({record.protocol}, "
+        f"{len(record.events)} events, terminal {record.terminal})"
+    )
+    if record.detail:
+        console.print(f"detail: {record.detail}")
+    for item in record.items:
+        text = item.get("text") or item.get("arguments") or item.get("content") or ""
+        kind = item.get("type") or item.get("finish_reason") or ""
+        console.print(f"  [{kind}] {str(text)[:100]!r}", markup=False)
+    for v in record.violations[:20]:
+        console.print(f"  [red]violation[/] {v}", highlight=False)
+    if len(record.violations) > 20:
+        console.print(f"  ... {len(record.violations) - 20} more violations")
+    for w in record.warnings[:5]:
+        console.print(f"  [yellow]warning[/] {w}", highlight=False)
+
+
+def _validate(args: argparse.Namespace, rest: list[str]) -> int:
+    url, body = _request_body(args)
+    record = asyncio.run(_validate_async(args, url, body))
+    if args.save:
+        record.save(args.save)
+    _print_record(record, args.json)
+    return 0 if record.ok else 1
+
+
+def _add_validate(sub: Any) -> None:
+    p = sub.add_parser(
+        "validate",
+        help="stream one request from any server and check it strictly",
+        description="POST one streaming request and check every event; exit 0 only when "
+        "the stream is valid and ends with its protocol's success signal.",
+    )
+    p.add_argument("--url", required=True, help="server base URL (or the full endpoint URL)")
+    p.add_argument("--protocol", choices=PROTOCOLS, default="responses")
+    p.add_argument("--model", default="gpt-oss-20b")
+    p.add_argument("--input", default="What is the capital of France?")
+    p.add_argument("--max-output-tokens", type=int, default=None)
+    p.add_argument(
+        "--stream-interval",
+        type=int,
+        default=None,
+        help="send a stream_interval request field (simulated server)",
+    )
+    p.add_argument(
+        "--extra", action="append", metavar="KEY=JSON", help="extra request body field (repeatable)"
+    )
+    p.add_argument("--api-key", default=None)
+    p.add_argument("--idle-timeout", type=float, default=60.0)
+    p.add_argument("--deadline", type=float, default=600.0)
+    p.add_argument(
+        "--allow-incomplete", action="store_true", help="accept a stream cut by the token limit"
+    )
+    p.add_argument("--save", metavar="FILE", help="write the stream record (JSON) to FILE")
+    p.add_argument("--json", action="store_true", help="print a JSON summary")
+
+
+def _replay(args: argparse.Namespace, rest: list[str]) -> int:
+    from .checker.client import replay_record
+
+    try:
+        record = replay_record(args.file, args.protocol, allow_incomplete=args.allow_incomplete)
+    except (OSError, ValueError, TypeError) as exc:
+        print(f"{PROG} replay: cannot replay {args.file}: {exc}", file=sys.stderr)
+        return 2
+    _print_record(record, args.json)
+    return 0 if record.ok else 1
+
+
+def _add_replay(sub: Any) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="check a recorded stream offline",
+        description="Check a stream record saved by `validate --save`, or a raw SSE body "
+        "(then --protocol is required).",
+    )
+    p.add_argument("file")
+    p.add_argument("--protocol", choices=PROTOCOLS, default=None)
+    p.add_argument("--allow-incomplete", action="store_true")
+    p.add_argument("--json", action="store_true")
+
+
+# -- main --------------------------------------------------------------------------------
+
+_DELEGATES = {
+    "demo": ("demo", "demo_main", "compare upstream-equivalent and fixed streaming locally"),
+    "check": ("differential", "check_main", "differential check over many synthetic outputs"),
+    "doctor": ("plugin", "doctor_main", "inspect the TensorRT-LLM install and the patch"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Correct OpenAI Responses streaming for gpt-oss on TensorRT-LLM.",
+    )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_serve(sub)
+    _add_validate(sub)
+    _add_replay(sub)
+    for name, (_, _, text) in _DELEGATES.items():
+        sub.add_parser(name, help=text, add_help=False)
+    return parser
+
+
+def _trtllm_serve_argv(argv: list[str]) -> list[str] | None:
+    """The arguments for trtllm-serve when ``serve`` asks for ``--engine trtllm``."""
+    for i, arg in enumerate(argv):
+        if arg == "--engine=trtllm":
+            return argv[:i] + argv[i + 1 :]
+        if arg == "--engine" and i + 1 < len(argv) and argv[i + 1] == "trtllm":
+            return argv[:i] + argv[i + 2 :]
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if argv and argv[0] in _DELEGATES:
+        module, function, _ = _DELEGATES[argv[0]]
+        return _delegate(module, function, argv[1:])
+    if argv and argv[0] == "serve":
+        trtllm_argv = _trtllm_serve_argv(argv[1:])
+        if trtllm_argv is not None:
+            return _delegate("plugin", "serve_trtllm_main", trtllm_argv)
+    args, rest = parser.parse_known_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    if args.command != "serve" and rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    handlers = {"serve": _serve, "validate": _validate, "replay": _replay}
+    try:
+        return handlers[args.command](args, rest)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
