@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Helpers for the plugin tests: stand-in setup and the openai_server streaming flow.
+
+``use_standin()`` puts this folder first on ``sys.path`` so ``import tensorrt_llm`` finds the
+stand-in. ``stream(...)`` runs one request through the stand-in ``openai_server`` exactly as
+upstream's handler does (``get_initial_responses``, then
+``responses_api_streaming_post_processor(res, args)`` per engine response, the final
+response appended on ``_done``), with or without emulated PostprocWorkers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+STANDIN_DIR = Path(__file__).resolve().parent
+
+
+def use_standin() -> None:
+    if str(STANDIN_DIR) not in sys.path:
+        sys.path.insert(0, str(STANDIN_DIR))
+
+
+def engine_for(output: Any, split: Any):
+    """An engine callable that replays ``output`` (stop token sent, then trimmed upstream-style)."""
+    from tensorrt_llm.executor import GenerationResult
+
+    from trtllm_stream_fix.synthetic import engine_responses
+
+    untrimmed = dataclasses.replace(output, stop_token_trimmed=False)
+
+    async def engine(prompt: list[int], sampling_params: Any):
+        res = GenerationResult(1, sampling_params, prompt)
+        for response in engine_responses(untrimmed, split):
+            res._handle_sequence(list(response.token_ids_diff), done=response.finished,
+                                 finish_reason=response.finish_reason)
+            yield res
+
+    return engine
+
+
+def frames_to_events(frames: list[str]) -> list[dict[str, Any]]:
+    events = []
+    for frame in frames:
+        for line in frame.splitlines():
+            if line.startswith("data: "):
+                events.append(json.loads(line[len("data: "):]))
+    return events
+
+
+def stream(output: Any, split: Any, *, request: Any = None, workers: int = 0,
+           **request_fields: Any) -> list[dict[str, Any]]:
+    """The event dicts a client receives for ``output`` streamed with ``split``."""
+    from tensorrt_llm.serve import openai_server
+    from tensorrt_llm.serve.openai_protocol import ResponsesRequest
+
+    if request is None:
+        request = ResponsesRequest(input="hi", stream=True, store=False, **request_fields)
+    server = openai_server.OpenAIServer(engine_for(output, split),
+                                        num_postprocess_workers=workers)
+
+    async def run() -> list[str]:
+        generator = await server.openai_responses(request)
+        return [frame async for frame in generator]
+
+    return frames_to_events(asyncio.run(run()))
+
+
+def comparable(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``client_visible`` events without the wall-clock ``created_at``."""
+    from trtllm_stream_fix.visible import client_visible
+
+    out = client_visible(events)
+    for event in out:
+        response = event.get("response")
+        if isinstance(response, dict):
+            response.pop("created_at", None)
+    return out

@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Install / uninstall of the trtllm-serve plugin against the TensorRT-LLM stand-in.
+
+Contract: install is idempotent and per process; uninstall restores exactly the objects it
+replaced; a target whose shape differs from the recorded one refuses its patch set with one
+log line naming target, expected and found, and leaves upstream untouched;
+``TRTLLM_STREAM_FIX=require`` makes that fatal and ``TRTLLM_STREAM_FIX=0`` patches nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "standin"))
+import plugin_harness  # noqa: E402
+
+plugin_harness.use_standin()
+
+from tensorrt_llm.serve import openai_server, responses_utils  # noqa: E402
+
+from trtllm_stream_fix.plugin import installer as install_mod  # noqa: E402
+from trtllm_stream_fix.plugin import targets  # noqa: E402
+from trtllm_stream_fix.plugin.installer import StreamFixInstallError, install, uninstall  # noqa: E402
+
+pytestmark = pytest.mark.cpu_only
+
+NAMES = [
+    (responses_utils, "ResponsesStreamingProcessor"),
+    (openai_server, "ResponsesStreamingProcessor"),
+    (responses_utils, "_create_output_content_harmony"),
+    (responses_utils, "_parse_response_input"),
+]
+
+
+def _snapshot() -> list[object]:
+    return [module.__dict__[name] for module, name in NAMES]
+
+
+@pytest.fixture(autouse=True)
+def clean(monkeypatch):
+    monkeypatch.delenv("TRTLLM_STREAM_FIX", raising=False)
+    uninstall()
+    yield
+    uninstall()
+
+
+def test_install_patches_every_ledger_target_and_uninstall_restores_the_same_objects():
+    before = _snapshot()
+    report = install()
+    assert [o.status for o in report.outcomes] == ["patched"] * 4
+    after = _snapshot()
+    assert all(a is not b for a, b in zip(after, before))
+    assert after[0] is after[1]  # both bindings name one class
+    assert issubclass(after[0], before[0])
+    assert install_mod.is_active()
+    restored = uninstall()
+    assert [o.status for o in restored.outcomes] == ["restored"] * 4
+    assert all(a is b for a, b in zip(_snapshot(), before))
+    assert not install_mod.is_active()
+
+
+def test_install_is_idempotent():
+    install()
+    first = _snapshot()
+    again = install()
+    assert {o.status for o in again.outcomes} == {"already"}
+    assert all(a is b for a, b in zip(_snapshot(), first))
+    uninstall()
+    assert not install_mod.is_active()
+
+
+def test_uninstall_leaves_a_name_someone_else_rebound():
+    before = _snapshot()
+    install()
+    sentinel = object()
+    responses_utils._parse_response_input = sentinel
+    try:
+        report = uninstall()
+        statuses = {o.target: o.status for o in report.outcomes}
+        assert statuses["tensorrt_llm.serve.responses_utils._parse_response_input"] == "left"
+        assert responses_utils._parse_response_input is sentinel
+        assert responses_utils.ResponsesStreamingProcessor is before[0]
+    finally:
+        responses_utils._parse_response_input = before[3]
+
+
+def test_shapes_of_the_standin_match_the_recorded_reference():
+    checks = [targets.check(t) for t in targets.ALL_TARGETS]
+    assert [c.describe() for c in checks if not c.ok] == []
+
+
+def test_shape_mismatch_refuses_the_patch_set_and_logs_one_clear_line(monkeypatch, caplog):
+    def process_single_output(self, res, finished):  # an upstream that changed shape
+        return []
+
+    monkeypatch.setattr(responses_utils.ResponsesStreamingProcessor, "process_single_output",
+                        process_single_output)
+    before = _snapshot()
+    with caplog.at_level(logging.WARNING, logger="trtllm_stream_fix.plugin"):
+        report = install()
+    statuses = {o.target: o.status for o in report.outcomes}
+    assert statuses["tensorrt_llm.serve.responses_utils.ResponsesStreamingProcessor"] == "refused"
+    assert statuses["tensorrt_llm.serve.openai_server.ResponsesStreamingProcessor"] == "refused"
+    assert statuses["tensorrt_llm.serve.responses_utils._parse_response_input"] == "patched"
+    assert _snapshot()[:2] == before[:2]  # upstream streaming untouched
+    lines = [r.getMessage() for r in caplog.records if "not patching" in r.getMessage()]
+    assert len(lines) == 1
+    assert "ResponsesStreamingProcessor.process_single_output" in lines[0]
+    assert "expected (self, res)" in lines[0] and "found (self, res, finished)" in lines[0]
+    assert not install_mod.is_active()
+
+
+def test_missing_target_is_refused(monkeypatch):
+    monkeypatch.delattr(responses_utils, "_parse_output_tokens")
+    report = install()
+    statuses = {o.target: o.status for o in report.outcomes}
+    assert statuses["tensorrt_llm.serve.responses_utils._create_output_content_harmony"] == (
+        "refused")
+    assert "no attribute" in report.failed[0].detail
+
+
+def test_require_makes_a_refusal_fatal(monkeypatch):
+    monkeypatch.setattr(responses_utils, "_parse_response_input", lambda item: None)
+    monkeypatch.setenv("TRTLLM_STREAM_FIX", "require")
+    with pytest.raises(StreamFixInstallError, match="_parse_response_input"):
+        install()
+
+
+def test_env_zero_leaves_upstream(monkeypatch):
+    before = _snapshot()
+    monkeypatch.setenv("TRTLLM_STREAM_FIX", "0")
+    report = install()
+    assert {o.status for o in report.outcomes} == {"disabled"}
+    assert all(a is b for a, b in zip(_snapshot(), before))
+    assert not install_mod.is_active()
+
+
+def test_openai_server_imported_after_the_patch_is_recorded_and_restored(monkeypatch):
+    install()
+    fixed = responses_utils.ResponsesStreamingProcessor
+    uninstall_target = "tensorrt_llm.serve.openai_server.ResponsesStreamingProcessor"
+    # What an import of openai_server after the patch does: bind the fixed class by name.
+    install_mod._applied.pop(uninstall_target)
+    openai_server.ResponsesStreamingProcessor = fixed
+    outcome = {o.target: o for o in install().outcomes}[uninstall_target]
+    assert (outcome.status, outcome.detail) == ("already", "bound at import")
+    uninstall()
+    assert openai_server.ResponsesStreamingProcessor is targets.upstream_class(fixed)

@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Import hook: patch as soon as TensorRT-LLM's Responses modules finish importing.
+
+Run from the ``.pth`` file in every interpreter that starts with this package installed
+(``trtllm-serve``, MPI-spawned executor workers, PostprocWorkers forked or spawned from
+them). It must stay cheap and must never break start-up: this file uses the standard
+library only and is loaded by the ``.pth`` line *without* importing ``trtllm_stream_fix``.
+The package (and ``openai``/``openai_harmony``) is imported only when a watched module has
+just been imported, i.e. in processes that serve Responses requests.
+
+A meta-path finder wraps the loader of the watched modules; after the module body has run it
+calls ``trtllm_stream_fix.plugin.installer.install()``. Under ``TRTLLM_STREAM_FIX=require`` a
+failure propagates and the import fails (the server does not start); otherwise it is logged.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import os
+import sys
+from typing import Any
+
+WATCHED = ("tensorrt_llm.serve.responses_utils", "tensorrt_llm.serve.openai_server")
+ENV = "TRTLLM_STREAM_FIX"
+_OFF = ("0", "off", "false", "no", "disable", "disabled")
+MARKER = "_trtllm_stream_fix_hook"
+
+
+def _mode() -> str:
+    value = os.environ.get(ENV, "").strip().lower()
+    return "off" if value in _OFF else ("require" if value == "require" else "on")
+
+
+def on_loaded(name: str) -> None:
+    """Install after ``name`` finished importing (errors fatal only under ``require``)."""
+    try:
+        from trtllm_stream_fix.plugin.installer import install
+
+        install()
+    except Exception as exc:
+        if _mode() == "require":
+            raise
+        sys.stderr.write(f"[trtllm-stream-fix] not installed after importing {name}: "
+                         f"{type(exc).__name__}: {exc}\n")
+
+
+class _Loader(importlib.abc.Loader):
+    """Delegates to the real loader, then calls ``on_loaded``."""
+
+    def __init__(self, loader: Any, name: str) -> None:
+        self._loader = loader
+        self._name = name
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._loader.exec_module(module)
+        if hook_enabled():
+            on_loaded(self._name)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._loader, attr)
+
+
+class PostImportFinder(importlib.abc.MetaPathFinder):
+    """Finds nothing itself; wraps the loader other finders return for ``WATCHED``."""
+
+    _trtllm_stream_fix_hook = True
+    enabled = True
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname not in WATCHED:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _Loader(spec.loader, fullname)
+                return spec
+        return None
+
+
+def installed_finder() -> PostImportFinder | None:
+    return next((f for f in sys.meta_path if getattr(f, MARKER, False)), None)
+
+
+def hook_enabled() -> bool:
+    finder = installed_finder()
+    return finder is not None and bool(getattr(finder, "enabled", False))
+
+
+def set_hook_enabled(enabled: bool) -> None:
+    finder = installed_finder()
+    if finder is not None:
+        finder.enabled = enabled
+
+
+def register() -> bool:
+    """Add the hook once per interpreter; patch modules already imported. False if off."""
+    if _mode() == "off":
+        return False
+    if installed_finder() is None:
+        sys.meta_path.insert(0, PostImportFinder())
+    else:
+        set_hook_enabled(True)
+    for name in WATCHED:
+        module = sys.modules.get(name)
+        if module is not None and not getattr(module.__spec__, "_initializing", False):
+            on_loaded(name)
+            break
+    return True
+
+
+def register_from_pth() -> None:
+    """Entry point of the ``.pth`` line: never raises (start-up must not break)."""
+    try:
+        register()
+    except Exception as exc:  # noqa: BLE001
+        sys.stderr.write(f"[trtllm-stream-fix] import hook not registered: {exc}\n")

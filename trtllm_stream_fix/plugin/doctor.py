@@ -1,0 +1,167 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``trtllm-stream-fix doctor``: is the fix installed, matching, and active everywhere?
+
+Reports the installed TensorRT-LLM / openai / openai-harmony versions, the ``.pth`` hook,
+each patch target (ok / missing / shape mismatch), whether the fix is active in this
+interpreter, and whether a freshly spawned interpreter (like an MPI executor worker) gets
+it: a ``python -c`` child imports ``tensorrt_llm.serve.responses_utils`` and answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+from . import ledger, targets
+from .installer import ENV, mode_from_env
+from .pth import installed_pth_paths
+
+DISTRIBUTIONS = {
+    "tensorrt_llm": ("tensorrt_llm", "tensorrt-llm"),
+    "openai": ("openai",),
+    "openai-harmony": ("openai-harmony", "openai_harmony"),
+    "trtllm-stream-fix": ("trtllm-stream-fix",),
+}
+CHILD_CODE = (
+    "import json, sys\n"
+    "try:\n"
+    "    import tensorrt_llm.serve.responses_utils\n"
+    "    from trtllm_stream_fix.plugin.installer import is_active\n"
+    "    from trtllm_stream_fix.plugin.bootstrap import hook_enabled\n"
+    "    out = {'active': is_active(), 'hook': hook_enabled(), 'error': None}\n"
+    "except Exception as exc:\n"
+    "    out = {'active': False, 'hook': False, 'error': f'{type(exc).__name__}: {exc}'}\n"
+    "print('DOCTOR ' + json.dumps(out))\n"
+)
+
+
+@dataclass
+class DoctorReport:
+    versions: dict[str, str]
+    mode: str
+    pth_files: list[str]
+    hook_registered: bool
+    upstream_importable: bool
+    checks: list[targets.TargetCheck] = field(default_factory=list)
+    active_here: bool = False
+    worker: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.active_here
+            and bool(self.worker.get("active"))
+            and all(c.status in ("ok", "not-loaded") for c in self.checks)
+        )
+
+    def to_text(self) -> str:
+        lines = ["trtllm-stream-fix doctor", "versions:"]
+        lines += [f"  {name}: {version}" for name, version in self.versions.items()]
+        lines.append(f"mode: {self.mode} ({ENV}={os.environ.get(ENV, '')!r})")
+        lines.append(f".pth hook files: {', '.join(self.pth_files) or 'none found'}")
+        lines.append(f"import hook registered here: {'yes' if self.hook_registered else 'no'}")
+        lines.append("patch targets:")
+        if not self.upstream_importable:
+            lines.append("  tensorrt_llm.serve.responses_utils cannot be imported")
+        lines += [f"  {c.describe()}" for c in self.checks]
+        lines.append(f"fix active in this interpreter: {'yes' if self.active_here else 'no'}")
+        worker = self.worker
+        state = "yes" if worker.get("active") else "no"
+        if worker.get("error"):
+            state += f" ({worker['error']})"
+        lines.append(f"fix active in a freshly spawned interpreter: {state}")
+        lines.append(f"verdict: {'OK' if self.ok else 'NOT ACTIVE EVERYWHERE'}")
+        return "\n".join(lines)
+
+
+def _version(names: tuple[str, ...]) -> str:
+    for name in names:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    spec = importlib.util.find_spec(names[0].replace("-", "_"))
+    if spec is not None and spec.origin:
+        return f"no distribution metadata (module at {os.path.dirname(spec.origin)})"
+    return "not installed"
+
+
+def worker_check(python: str = sys.executable, prelude: str = "",
+                 env: dict[str, str] | None = None, timeout: float = 120.0) -> dict[str, object]:
+    """Ask a fresh ``python -c`` interpreter whether the fix is active there."""
+    try:
+        proc = subprocess.run([python, "-c", prelude + CHILD_CODE], capture_output=True,
+                              text=True, timeout=timeout, env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"active": False, "hook": False, "error": f"{type(exc).__name__}: {exc}"}
+    for line in proc.stdout.splitlines():
+        if line.startswith("DOCTOR "):
+            return json.loads(line[len("DOCTOR "):])
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"active": False, "hook": False, "error": f"exit {proc.returncode}: {tail}"}
+
+
+def doctor_report(*, spawn: bool = True, prelude: str = "",
+                  env: dict[str, str] | None = None) -> DoctorReport:
+    """Build the report; imports the patch targets' modules (which installs the fix)."""
+    from .bootstrap import hook_enabled, register
+    from .installer import install, is_active
+
+    mode = mode_from_env()
+    if mode != "off":
+        register()
+    importable = True
+    try:
+        import tensorrt_llm.serve.responses_utils  # noqa: F401
+    except Exception:  # noqa: BLE001 - reported, not raised
+        importable = False
+    if importable:
+        try:
+            import tensorrt_llm.serve.openai_server  # noqa: F401
+        except Exception:  # noqa: BLE001 - heavy; its binding shows as not loaded
+            pass
+        if mode != "off":
+            install(mode="on")
+    report = DoctorReport(
+        versions={name: _version(dists) for name, dists in DISTRIBUTIONS.items()},
+        mode=mode,
+        pth_files=[str(p) for p in installed_pth_paths()],
+        hook_registered=hook_enabled(),
+        upstream_importable=importable,
+        checks=[targets.check(t) for t in targets.ALL_TARGETS] if importable else [],
+        active_here=importable and is_active(),
+    )
+    if spawn:
+        report.worker = worker_check(prelude=prelude, env=env)
+    return report
+
+
+def doctor_main(argv: list[str] | None = None) -> int:
+    """``trtllm-stream-fix doctor [--json] [--no-spawn] [--ledger]``; 0 when active everywhere."""
+    parser = argparse.ArgumentParser(prog="trtllm-stream-fix doctor")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--no-spawn", action="store_true", help="skip the fresh-worker check")
+    parser.add_argument("--ledger", action="store_true", help="also print the patch ledger")
+    args = parser.parse_args(argv)
+    report = doctor_report(spawn=not args.no_spawn)
+    if args.json:
+        data = {
+            "versions": report.versions, "mode": report.mode, "pth_files": report.pth_files,
+            "hook_registered": report.hook_registered,
+            "targets": {c.target.dotted: {"status": c.status, "found": c.found,
+                                          "expected": c.target.expected()}
+                        for c in report.checks},
+            "active_here": report.active_here, "worker": report.worker, "ok": report.ok,
+        }
+        print(json.dumps(data, indent=2))
+    else:
+        print(report.to_text())
+        if args.ledger:
+            print("\npatch ledger:\n" + ledger.format_ledger())
+    return 0 if report.ok or (args.no_spawn and report.active_here) else 1

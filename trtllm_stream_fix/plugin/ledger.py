@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The patch ledger: every upstream name this plugin rebinds, why, and when to delete it.
+
+Upstream references are NVIDIA/TensorRT-LLM. Retiring the plugin is a walk down this list:
+when upstream ships the fix named in ``remove_when``, delete the entry and its replacement.
+
+1. ``tensorrt_llm.serve.responses_utils.ResponsesStreamingProcessor``
+   -> ``trtllm_stream_fix.plugin.processor.FixedResponsesStreamingProcessor``
+2. ``tensorrt_llm.serve.openai_server.ResponsesStreamingProcessor`` (same class)
+3. ``tensorrt_llm.serve.responses_utils._create_output_content_harmony``
+   -> ``trtllm_stream_fix.plugin.replacements.create_output_content_harmony``
+4. ``tensorrt_llm.serve.responses_utils._parse_response_input``
+   -> ``trtllm_stream_fix.plugin.replacements.parse_response_input``
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    target: str  # dotted name that is rebound
+    replacement: str  # dotted name of what it is rebound to
+    patch_set: str  # entries of one set are applied and refused together
+    why: str
+    how: str
+    upstream: str  # related upstream issue / pull request
+    remove_when: str
+
+
+STREAMING = "streaming"
+NONSTREAMING = "nonstreaming"
+INPUT = "input"
+
+LEDGER: tuple[LedgerEntry, ...] = (
+    LedgerEntry(
+        target="tensorrt_llm.serve.responses_utils.ResponsesStreamingProcessor",
+        replacement="trtllm_stream_fix.plugin.processor.FixedResponsesStreamingProcessor",
+        patch_set=STREAMING,
+        why=(
+            "_generate_streaming_event_harmony feeds a whole token_ids_diff to the parser and "
+            "reads the last token's delta and state only: with stream_interval > 1 deltas are "
+            "lost, items are never closed or announced, item ids are empty, tool calls and "
+            "preambles are not streamed, the last item is never closed when the stop token is "
+            "trimmed, and response.completed mints new ids."
+        ),
+        how=(
+            "Module global rebound to a picklable subclass. For Harmony requests its "
+            "process_single_output feeds token_ids_diff with res._done and finish_reason to "
+            "ResponsesEventMachine; get_final_response(_non_store) sends the machine's terminal "
+            "event. Non-Harmony requests run upstream's methods unchanged. Instances pickled to "
+            "PostprocWorkers carry the class by reference, so workers import this module."
+        ),
+        upstream="NVIDIA/TensorRT-LLM#19223 (open); NVIDIA/TensorRT-LLM#22110 fixes deltas only",
+        remove_when=(
+            "upstream's Harmony streaming feeds tokens one at a time, receives the finished "
+            "flag, closes the last item and reuses streamed ids in the final response"
+        ),
+    ),
+    LedgerEntry(
+        target="tensorrt_llm.serve.openai_server.ResponsesStreamingProcessor",
+        replacement="trtllm_stream_fix.plugin.processor.FixedResponsesStreamingProcessor",
+        patch_set=STREAMING,
+        why=(
+            "openai_server imports the class by name, so the /v1/responses handler keeps "
+            "upstream's class unless this binding is rebound too."
+        ),
+        how="Module global rebound (or already bound when openai_server imported after 1).",
+        upstream="as entry 1",
+        remove_when="with entry 1",
+    ),
+    LedgerEntry(
+        target="tensorrt_llm.serve.responses_utils._create_output_content_harmony",
+        replacement="trtllm_stream_fix.plugin.replacements.create_output_content_harmony",
+        patch_set=NONSTREAMING,
+        why=(
+            "Non-streaming output must match the stream's final response: upstream drops "
+            "preambles, turns analysis-channel tool calls into reasoning items, marks items cut "
+            "by the token limit completed, and raises on a cut inside a message header."
+        ),
+        how=(
+            "Wrapper (keeps __wrapped__) returning items from trtllm_stream_fix.nonstreaming "
+            "and the Harmony messages upstream stores for conversation history."
+        ),
+        upstream="NVIDIA/TensorRT-LLM#19223",
+        remove_when="upstream maps Harmony messages to items like its streaming path",
+    ),
+    LedgerEntry(
+        target="tensorrt_llm.serve.responses_utils._parse_response_input",
+        replacement="trtllm_stream_fix.plugin.replacements.parse_response_input",
+        patch_set=INPUT,
+        why=(
+            "An assistant message item sent back as input is rendered without a channel, so a "
+            "preamble (phase commentary) the model wrote on the commentary channel comes back "
+            "on none, and a final answer (phase final_answer) loses the final channel."
+        ),
+        how="Wrapper (keeps __wrapped__) that sets the channel from the item's phase.",
+        upstream="NVIDIA/TensorRT-LLM#19223 (Harmony continuation)",
+        remove_when="upstream renders Responses input messages with their phase's channel",
+    ),
+)
+
+
+def entries(patch_set: str | None = None) -> tuple[LedgerEntry, ...]:
+    """Ledger entries, optionally of one patch set."""
+    return tuple(e for e in LEDGER if patch_set is None or e.patch_set == patch_set)
+
+
+def format_ledger() -> str:
+    """The ledger as plain text (for ``doctor`` and the docs)."""
+    blocks = []
+    for number, entry in enumerate(LEDGER, 1):
+        blocks.append(
+            f"{number}. {entry.target}\n"
+            f"   -> {entry.replacement}  [{entry.patch_set}]\n"
+            f"   why: {entry.why}\n"
+            f"   how: {entry.how}\n"
+            f"   upstream: {entry.upstream}\n"
+            f"   remove when: {entry.remove_when}"
+        )
+    return "\n".join(blocks)

@@ -1,0 +1,174 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``ResponsesStreamingProcessor`` whose Harmony path is driven by ``ResponsesEventMachine``.
+
+Importing this module imports ``tensorrt_llm.serve.responses_utils`` and subclasses the
+processor class found there (upstream's, even if already rebound to this subclass). The
+class is defined at module level, so an instance pickled to a PostprocWorker is rebuilt
+there by importing this module: the fix travels with the object.
+
+Per-request state (the event machine, which owns the Harmony parser) lives on the instance,
+is created in whichever process runs the first ``process_single_output`` and is released
+with the terminal event. It is not pickled: upstream pickles the processor when the request
+is submitted, before any token is processed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar
+
+from tensorrt_llm.serve import responses_utils as _responses_utils
+
+from ..config import StreamConfig
+from ..context import ResponseContext
+from ..machine import ResponsesEventMachine
+from ..sse import format_sse
+from .replacements import harmony_messages
+from .targets import upstream_class
+
+logger = logging.getLogger("trtllm_stream_fix.plugin")
+
+TERMINAL_TYPES = frozenset(("response.completed", "response.incomplete", "response.failed"))
+INITIAL_EVENTS = 2  # response.created + response.in_progress
+
+_UpstreamProcessor: Any = upstream_class(_responses_utils.ResponsesStreamingProcessor)
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready copy of a request field (pydantic models dumped)."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(exclude_none=True)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+class FixedResponsesStreamingProcessor(_UpstreamProcessor):
+    """Drop-in processor: same constructor, same methods, correct Harmony events."""
+
+    __trtllm_stream_fix__: ClassVar[bool] = True
+    stream_config: ClassVar[StreamConfig] = StreamConfig()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._fix_machine: ResponsesEventMachine | None = None
+        self._fix_terminal: list[Any] = []
+        self._fix_closed = False
+
+    # -- pickling (PostprocWorkers) -----------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_fix_machine"] = None  # holds a Rust parser; rebuilt where it is needed
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_fix_machine", None)
+        self.__dict__.setdefault("_fix_terminal", [])
+        self.__dict__.setdefault("_fix_closed", False)
+
+    # -- upstream interface ---------------------------------------------------------------
+
+    def get_initial_responses(self) -> list[str]:
+        if not self.use_harmony:
+            return super().get_initial_responses()
+        if self._fix_machine is not None or self._fix_closed:
+            return []
+        return [self._fix_send(event) for event in self._fix_start()]
+
+    def process_single_output(self, res: Any) -> list[str]:
+        if not self.use_harmony:
+            return super().process_single_output(res)
+        if self._fix_closed:
+            return []
+        machine = self._fix_machine_for(res)
+        output = res.outputs[0]
+        done = bool(res._done)
+        events = machine.feed(
+            list(output.token_ids_diff),
+            finished=done,
+            finish_reason=output.finish_reason if done else None,
+        )
+        if machine.finished:
+            # The terminal event goes out from get_final_response*, as upstream's does.
+            cut = next((i for i, e in enumerate(events) if e.type in TERMINAL_TYPES), len(events))
+            events, self._fix_terminal = events[:cut], events[cut:]
+        return [self._fix_send(event) for event in events]
+
+    def get_final_response_non_store(self, final_res: Any, *args: Any, **kwargs: Any) -> str:
+        if not self.use_harmony:
+            return super().get_final_response_non_store(final_res, *args, **kwargs)
+        return self._fix_finish(final_res, _num_prompt_tokens(args, kwargs))[0]
+
+    async def get_final_response(self, final_res: Any, *args: Any, **kwargs: Any) -> str:
+        if not self.use_harmony:
+            return await super().get_final_response(final_res, *args, **kwargs)
+        frame, response = self._fix_finish(final_res, _num_prompt_tokens(args, kwargs))
+        store = self.conversation_store
+        if response is not None and self.enable_store and store is not None:
+            await store.store_response(
+                resp=response,
+                resp_msgs=harmony_messages(list(final_res.outputs[0].token_ids)),
+                prev_resp_id=getattr(self.request, "previous_response_id", None),
+            )
+        return frame
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _fix_context(self) -> ResponseContext:
+        request, sampling = self.request, self.sampling_params
+        return ResponseContext(
+            response_id=request.request_id,
+            model=self.model_name,
+            created_at=float(self.response_creation_time),
+            tools=_plain(list(getattr(request, "tools", None) or [])),
+            tool_choice=_plain(getattr(request, "tool_choice", "auto")),
+            parallel_tool_calls=bool(getattr(request, "parallel_tool_calls", True)),
+            instructions=getattr(request, "instructions", None),
+            max_output_tokens=getattr(request, "max_output_tokens", None),
+            temperature=getattr(sampling, "temperature", None),
+            top_p=getattr(sampling, "top_p", None),
+        )
+
+    def _fix_start(self) -> list[Any]:
+        self._fix_machine = ResponsesEventMachine(self._fix_context(), config=self.stream_config)
+        return self._fix_machine.start()
+
+    def _fix_machine_for(self, res: Any) -> ResponsesEventMachine:
+        if self._fix_machine is None:
+            # A fresh copy (PostprocWorker): the frontend's copy sent the initial events.
+            self._fix_start()
+            self.sequence_number = max(self.sequence_number, INITIAL_EVENTS)
+        machine = self._fix_machine
+        assert machine is not None
+        if not machine.context.num_prompt_tokens:
+            machine.context.num_prompt_tokens = len(getattr(res, "prompt_token_ids", None) or ())
+        return machine
+
+    def _fix_finish(self, final_res: Any, num_prompt_tokens: int | None) -> tuple[str, Any]:
+        """The terminal frame(s) and the final response; releases per-request state."""
+        if self._fix_closed:
+            return "", None
+        machine = self._fix_machine_for(final_res)
+        events = self._fix_terminal
+        if not machine.finished:  # the done response was never processed here
+            output = final_res.outputs[0]
+            events = machine.feed([], finished=True, finish_reason=output.finish_reason)
+        response = machine.final_response
+        if response is not None and num_prompt_tokens is not None and response.usage:
+            response.usage.input_tokens = num_prompt_tokens
+            response.usage.total_tokens = num_prompt_tokens + response.usage.output_tokens
+        frame = "".join(self._fix_send(event) for event in events)
+        self._fix_machine, self._fix_terminal, self._fix_closed = None, [], True
+        return frame, response
+
+    def _fix_send(self, event: Any) -> str:
+        """Frame ``event`` with this processor's running sequence number (as ``_send_event``)."""
+        event.sequence_number = self.sequence_number
+        self.sequence_number += 1
+        return format_sse(event)
+
+
+def _num_prompt_tokens(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
+    return args[0] if args else kwargs.get("num_prompt_tokens")

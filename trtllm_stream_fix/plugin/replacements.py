@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Function replacements for ``tensorrt_llm.serve.responses_utils`` (ledger entries 3 and 4).
+
+Each factory takes upstream's function and returns a wrapper that keeps it as
+``__wrapped__`` and carries the ``__trtllm_stream_fix__`` marker, so uninstall and the
+shape checks can find the original.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from typing import Any, Callable
+
+from ..config import StreamConfig
+from ..context import ResponseContext
+from ..nonstreaming import build_response
+
+logger = logging.getLogger("trtllm_stream_fix.plugin")
+
+RESPONSES_UTILS = "tensorrt_llm.serve.responses_utils"
+PHASE_CHANNELS = {"commentary": "commentary", "final_answer": "final"}
+
+
+def _mark(wrapper: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
+    functools.update_wrapper(wrapper, original)
+    wrapper.__trtllm_stream_fix__ = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def harmony_messages(token_ids: list[int]) -> list[Any]:
+    """Upstream's parse of the output tokens (conversation history); [] if it cannot parse."""
+    try:
+        return list(sys.modules[RESPONSES_UTILS]._parse_output_tokens(token_ids))
+    except Exception as exc:  # noqa: BLE001 - history is best effort, the items are not
+        logger.debug("output tokens not parsable as Harmony messages: %s", exc)
+        return []
+
+
+def create_output_content_harmony(
+    original: Callable[..., Any], config: StreamConfig = StreamConfig()
+) -> Callable[..., Any]:
+    """``_create_output_content_harmony(final_res) -> (items, messages)`` built by our mapper."""
+
+    def _create_output_content_harmony(final_res: Any) -> tuple[list[Any], list[Any]]:
+        output = final_res.outputs[0]
+        token_ids = list(output.token_ids)
+        response = build_response(
+            ResponseContext.new(), token_ids, output.finish_reason or "stop", config=config
+        )
+        return list(response.output), harmony_messages(token_ids)
+
+    return _mark(_create_output_content_harmony, original)
+
+
+def _item_channel(input_msg: Any) -> str | None:
+    """The Harmony channel an assistant ``message`` input item belongs on, from its phase."""
+    item = input_msg if isinstance(input_msg, dict) else getattr(input_msg, "__dict__", {})
+    if item.get("type", "message") != "message" or item.get("role") != "assistant":
+        return None
+    return PHASE_CHANNELS.get(item.get("phase") or "")
+
+
+def parse_response_input(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``_parse_response_input`` that renders assistant messages on their phase's channel."""
+
+    def _parse_response_input(input_msg: Any, prev_responses: Any, *args: Any, **kwargs: Any):
+        message = original(input_msg, prev_responses, *args, **kwargs)
+        channel = _item_channel(input_msg)
+        if message is not None and channel and getattr(message, "channel", None) is None:
+            message = message.with_channel(channel)
+        return message
+
+    return _mark(_parse_response_input, original)
