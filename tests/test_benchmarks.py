@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
 
@@ -73,3 +75,27 @@ def test_turn_has_exact_token_counts() -> None:
     batches = engine_batches(tokens, 1)
     assert batches[-1] == ([], True)  # the trimmed <|return|> leaves the last response empty
     assert sum(len(b) for b, _ in engine_batches(tokens, 20)) == len(tokens)
+
+
+def test_serve_load_quick_embedded_server_all_valid(tmp_path: Path) -> None:
+    pytest.importorskip("trtllm_stream_fix.sim", reason="the simulated server is not available")
+    proc = run_script("serve_load.py", "--quick", "--json", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert report["all_valid"] is True
+    (level,) = report["levels"]
+    assert level["concurrency"] == 2
+    assert level["streams"] == level["valid"] == 2
+    assert level["outcomes"] == {"ok": 2}
+    assert level["output_tokens"] > 0 and level["events"] > 0
+    assert level["ttft_p50_ms"] > 0 and level["output_tokens_per_s"] > 0
+    assert level["server_cpu_s"] is not None and level["server_cpu_s"] >= 0
+
+
+def test_serve_load_reports_broken_streams_first(tmp_path: Path) -> None:
+    """Against the upstream-equivalent generator, the checker flags the streams."""
+    pytest.importorskip("trtllm_stream_fix.sim", reason="the simulated server is not available")
+    proc = run_script("serve_load.py", "--quick", "--generator", "upstream", "--out", str(tmp_path))
+    assert proc.returncode == 1
+    first_line = proc.stdout.splitlines()[0]
+    assert "INVALID" in first_line

@@ -1,0 +1,510 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Concurrent Responses streams against a server, every stream checked by the strict checker.
+
+By default the script starts the simulated gpt-oss server (our generator) in a subprocess,
+so it can also read that server's CPU time. ``--url`` points it at any OpenAI-compatible
+server instead, e.g. a real ``trtllm-serve``; ``--server-pid`` then names the local process
+(its descendants included) whose CPU time to measure.
+
+Per concurrency level N, N workers each send ``--requests`` streamed requests back to back.
+Reported: stream validity first (outcome of every stream), then TTFT p50/p99 (request sent →
+first non-empty delta), inter-event gap p50/p99, events/s, output tokens/s (from the
+terminal event's usage) and server CPU seconds per 1,000 output tokens.
+
+    python benchmarks/serve_load.py                        # embedded server, 1/8/32/128
+    python benchmarks/serve_load.py --url http://gpu-host:8000 --model gpt-oss-120b
+    python benchmarks/serve_load.py --quick --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _runner import bench_env, machine_info, percentile
+
+from trtllm_stream_fix.checker import StreamRecord, StreamSession
+
+FULL_LEVELS = (1, 8, 32, 128)
+QUICK_LEVELS = (2,)
+PROMPTS = (
+    "What is the capital of France?",
+    "Plan a two-day trip to Kyoto.",
+    "Explain how a bridge carries load.",
+    "Summarise the water cycle for a child.",
+)
+
+
+@dataclass
+class StreamResult:
+    """One stream: the checker's record plus what the load report needs."""
+
+    record: StreamRecord
+    arrivals: list[float]  # seconds after the request, one per SSE event
+    output_tokens: int
+
+
+@dataclass
+class LevelResult:
+    concurrency: int
+    streams: int
+    valid: int
+    outcomes: dict[str, int]
+    first_problem: str | None
+    wall_s: float
+    ttft_p50_ms: float
+    ttft_p99_ms: float
+    gap_p50_ms: float
+    gap_p99_ms: float
+    events: int
+    events_per_s: float
+    output_tokens: int
+    output_tokens_per_s: float
+    server_cpu_s: float | None = None
+    server_cpu_s_per_1k_tokens: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+# -- CPU time of a local server ----------------------------------------------------------------
+
+
+def _proc_cpu(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid:
+            found.append(int(entry))
+    return found
+
+
+def process_tree_cpu(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and its live descendants (Linux ``/proc``)."""
+    total, stack = 0.0, [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            total += _proc_cpu(current)
+        except (OSError, ValueError, IndexError):
+            continue
+        stack.extend(_children(current))
+    return total
+
+
+# -- embedded server -----------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_healthy(url: str, timeout: float, proc: subprocess.Popen | None = None) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with code {proc.returncode}")
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url}/health did not answer 200 within {timeout:.0f} s")
+
+
+@contextmanager
+def embedded_server(
+    stream_interval: int, tokens_per_second: float, generator: str
+) -> Iterator[tuple[str, int]]:
+    """The simulated server in a subprocess: yields (base URL, pid)."""
+    port = _free_port()
+    cmd = [
+        sys.executable,
+        str(HERE / "_sim_server.py"),
+        "--port",
+        str(port),
+        "--stream-interval",
+        str(stream_interval),
+        "--tokens-per-second",
+        str(tokens_per_second),
+        "--generator",
+        generator,
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        try:
+            wait_healthy(url, 30, proc)
+        except RuntimeError as exc:
+            proc.kill()
+            err = proc.communicate(timeout=5)[1].decode(errors="replace")[-2000:]
+            raise RuntimeError(f"{exc}\n{err}") from None
+        yield url, proc.pid
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+# -- load ---------------------------------------------------------------------------------------
+
+
+def well_formed_seeds(count: int, min_tokens: int = 64) -> list[int]:
+    """Seeds of synthetic generations that end normally (stop, no Harmony error)."""
+    from trtllm_stream_fix.synthetic import generate_output
+
+    seeds: list[int] = []
+    seed = 0
+    while len(seeds) < count:
+        output = generate_output(seed)
+        if (
+            output.finish_reason == "stop"
+            and not output.malformed
+            and len(output.generated) >= min_tokens
+        ):
+            seeds.append(seed)
+        seed += 1
+    return seeds
+
+
+def _output_tokens(record: StreamRecord) -> int:
+    for event in reversed(record.events):
+        try:
+            payload = json.loads(event.get("data", ""))
+        except ValueError:
+            continue
+        if isinstance(payload, dict) and isinstance(payload.get("response"), dict):
+            usage = payload["response"].get("usage") or {}
+            return int(usage.get("output_tokens") or 0)
+    return 0
+
+
+async def one_stream(client: Any, url: str, body: dict[str, Any], timeout: float) -> StreamResult:
+    """POST one streamed request and check it; event arrival times are kept."""
+    import httpx
+
+    session = StreamSession("responses", url=url)
+    arrivals: list[float] = []
+    start = time.perf_counter()
+
+    def now() -> float:
+        return time.perf_counter() - start
+
+    async def read() -> str:
+        async with client.stream(
+            "POST", url, json=body, headers={"accept": "text/event-stream"}
+        ) as response:
+            session.start(response.status_code, response.headers.get("content-type"))
+            async for chunk in response.aiter_bytes():
+                seen = len(session.record.events)
+                keep = session.feed(chunk, now())
+                arrivals.extend([now()] * (len(session.record.events) - seen))
+                if not keep:
+                    break
+        return "eof"
+
+    try:
+        stop = await asyncio.wait_for(read(), timeout)
+        record = session.finish(stop, now())
+    except asyncio.TimeoutError:
+        record = session.finish("deadline_exceeded", now(), f"no end within {timeout:.0f} s")
+    except httpx.HTTPError as exc:
+        if session.record.http_status is None:
+            session.transport_error(f"{type(exc).__name__}: {exc}")
+            record = session.finish("eof", now())
+        else:
+            record = session.finish("dropped", now(), f"{type(exc).__name__}: {exc}")
+    return StreamResult(record, arrivals, _output_tokens(record))
+
+
+def request_body(
+    index: int, model: str, max_output_tokens: int | None, seeds: Sequence[int] | None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model,
+        "input": f"{PROMPTS[index % len(PROMPTS)]} (request {index})",
+        "stream": True,
+    }
+    if max_output_tokens:
+        body["max_output_tokens"] = max_output_tokens
+    if seeds:
+        body["metadata"] = {"seed": str(seeds[index % len(seeds)])}
+    return body
+
+
+async def run_level(
+    url: str,
+    model: str,
+    concurrency: int,
+    requests_per_worker: int,
+    *,
+    max_output_tokens: int | None,
+    seeds: Sequence[int] | None,
+    timeout: float,
+) -> tuple[list[StreamResult], float]:
+    import httpx
+
+    limits = httpx.Limits(max_connections=concurrency + 4, max_keepalive_connections=concurrency)
+    endpoint = f"{url.rstrip('/')}/v1/responses"
+    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(timeout)) as client:
+
+        async def worker(w: int) -> list[StreamResult]:
+            out = []
+            for r in range(requests_per_worker):
+                body = request_body(w * requests_per_worker + r, model, max_output_tokens, seeds)
+                out.append(await one_stream(client, endpoint, body, timeout))
+            return out
+
+        start = time.perf_counter()
+        per_worker = await asyncio.gather(*(worker(w) for w in range(concurrency)))
+        wall = time.perf_counter() - start
+    return [result for results in per_worker for result in results], wall
+
+
+def summarize(concurrency: int, results: Sequence[StreamResult], wall: float) -> LevelResult:
+    records = [r.record for r in results]
+    outcomes = Counter(r.outcome for r in records)
+    bad = [r for r in records if not r.ok]
+    first_problem = None
+    if bad:
+        r = bad[0]
+        first_problem = f"{r.outcome}: {(r.violations or [r.detail])[0]}"[:300]
+    ttfts = [r.first_text_latency * 1e3 for r in records if r.first_text_latency is not None]
+    gaps = [(b - a) * 1e3 for res in results for a, b in zip(res.arrivals, res.arrivals[1:])]
+    events = sum(len(r.events) for r in records)
+    tokens = sum(r.output_tokens for r in results)
+    return LevelResult(
+        concurrency=concurrency,
+        streams=len(records),
+        valid=len(records) - len(bad),
+        outcomes=dict(outcomes),
+        first_problem=first_problem,
+        wall_s=round(wall, 4),
+        ttft_p50_ms=round(percentile(ttfts, 50), 3),
+        ttft_p99_ms=round(percentile(ttfts, 99), 3),
+        gap_p50_ms=round(percentile(gaps, 50), 3),
+        gap_p99_ms=round(percentile(gaps, 99), 3),
+        events=events,
+        events_per_s=round(events / wall, 1) if wall else 0.0,
+        output_tokens=tokens,
+        output_tokens_per_s=round(tokens / wall, 1) if wall else 0.0,
+    )
+
+
+def run_levels(
+    url: str,
+    levels: Sequence[int],
+    *,
+    model: str,
+    requests_per_worker: int,
+    max_output_tokens: int | None,
+    seeds: Sequence[int] | None,
+    server_pid: int | None,
+    timeout: float = 600.0,
+) -> list[LevelResult]:
+    """Every concurrency level in turn (one warm-up stream first)."""
+    asyncio.run(
+        run_level(
+            url, model, 1, 1, max_output_tokens=max_output_tokens, seeds=seeds, timeout=timeout
+        )
+    )
+    out: list[LevelResult] = []
+    for level in levels:
+        cpu0 = process_tree_cpu(server_pid) if server_pid else None
+        results, wall = asyncio.run(
+            run_level(
+                url,
+                model,
+                level,
+                requests_per_worker,
+                max_output_tokens=max_output_tokens,
+                seeds=seeds,
+                timeout=timeout,
+            )
+        )
+        row = summarize(level, results, wall)
+        if server_pid and cpu0 is not None:
+            cpu = process_tree_cpu(server_pid) - cpu0
+            row.server_cpu_s = round(cpu, 4)
+            if row.output_tokens:
+                row.server_cpu_s_per_1k_tokens = round(cpu / row.output_tokens * 1e3, 5)
+        out.append(row)
+    return out
+
+
+# -- reports ------------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
+def markdown(rows: Sequence[LevelResult]) -> str:
+    lines = [
+        (
+            "| streams | valid | TTFT p50 ms | TTFT p99 ms | gap p50 ms | gap p99 ms "
+            "| events/s | output tok/s | server CPU s / 1k tok |"
+        ),
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.concurrency} × {r.streams // r.concurrency} | {r.valid}/{r.streams} "
+            f"| {_fmt(r.ttft_p50_ms)} | {_fmt(r.ttft_p99_ms)} | {_fmt(r.gap_p50_ms, 2)} "
+            f"| {_fmt(r.gap_p99_ms, 2)} | {_fmt(r.events_per_s, 0)} "
+            f"| {_fmt(r.output_tokens_per_s, 0)} | {_fmt(r.server_cpu_s_per_1k_tokens, 4)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def validity_lines(rows: Sequence[LevelResult]) -> list[str]:
+    out = []
+    for r in rows:
+        if r.valid == r.streams:
+            out.append(f"concurrency {r.concurrency}: all {r.streams} streams valid")
+        else:
+            out.append(
+                f"concurrency {r.concurrency}: {r.streams - r.valid}/{r.streams} streams INVALID "
+                f"{r.outcomes}; first: {r.first_problem}"
+            )
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", help="server base URL (default: start the simulated server)")
+    parser.add_argument("--model", default="gpt-oss-20b")
+    parser.add_argument("--server-pid", type=int, help="local server process to measure CPU of")
+    parser.add_argument("--levels", help="comma-separated concurrency levels (default 1,8,32,128)")
+    parser.add_argument("--requests", type=int, default=None, help="requests per worker")
+    parser.add_argument("--max-output-tokens", type=int, default=None)
+    parser.add_argument("--stream-interval", type=int, default=20, help="embedded server only")
+    parser.add_argument(
+        "--tokens-per-second",
+        type=float,
+        default=0.0,
+        help="embedded server: per-stream generation pace (0 = as fast as possible)",
+    )
+    parser.add_argument(
+        "--generator",
+        choices=("ours", "upstream"),
+        default="ours",
+        help="embedded server: our event machine or the upstream-equivalent",
+    )
+    parser.add_argument("--timeout", type=float, default=600.0, help="per-stream deadline, s")
+    parser.add_argument("--quick", action="store_true", help="2 streams, 1 request each")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON only")
+    parser.add_argument("--out", type=Path, default=HERE / "results", help="results folder")
+    parser.add_argument("--tag", default=None, help="results file name stem")
+    args = parser.parse_args(argv)
+
+    if args.levels:
+        levels = tuple(int(x) for x in args.levels.split(",") if x)
+    else:
+        levels = QUICK_LEVELS if args.quick else FULL_LEVELS
+    requests_per_worker = args.requests or (1 if args.quick else 4)
+    config = {
+        "url": args.url or "embedded simulated server",
+        "model": args.model,
+        "levels": list(levels),
+        "requests_per_worker": requests_per_worker,
+        "max_output_tokens": args.max_output_tokens,
+    }
+
+    if args.url:
+        rows = run_levels(
+            args.url,
+            levels,
+            model=args.model,
+            requests_per_worker=requests_per_worker,
+            max_output_tokens=args.max_output_tokens,
+            seeds=None,
+            server_pid=args.server_pid,
+            timeout=args.timeout,
+        )
+    else:
+        config.update(
+            stream_interval=args.stream_interval,
+            tokens_per_second=args.tokens_per_second,
+            generator=args.generator,
+        )
+        seeds = well_formed_seeds(64)
+        with embedded_server(args.stream_interval, args.tokens_per_second, args.generator) as (
+            url,
+            pid,
+        ):
+            rows = run_levels(
+                url,
+                levels,
+                model=args.model,
+                requests_per_worker=requests_per_worker,
+                max_output_tokens=args.max_output_tokens,
+                seeds=seeds,
+                server_pid=pid,
+                timeout=args.timeout,
+            )
+
+    report = {
+        "machine": machine_info(),
+        "config": config,
+        "all_valid": all(r.valid == r.streams for r in rows),
+        "levels": [asdict(r) for r in rows],
+    }
+    stem = args.tag or ("serve_load_quick" if args.quick else "serve_load")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
+    table = markdown(rows)
+    validity = validity_lines(rows)
+    (args.out / f"{stem}.md").write_text(
+        f"Machine: {bench_env(report['machine'])}; {json.dumps(config)}\n\n"
+        + "\n".join(f"- {line}" for line in validity)
+        + "\n\n"
+        + table
+    )
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print("\n".join(validity))  # broken streams are reported before any figure
+        print(f"\nMachine: {bench_env(report['machine'])}; {json.dumps(config)}\n")
+        print(table)
+        print(f"results: {args.out / stem}.{{json,md}}")
+    return 0 if report["all_valid"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
