@@ -52,22 +52,41 @@ def _usage(inp: int = 12, out: int = 30) -> dict[str, Any]:
 
 
 def reasoning_item(status: str, text: str) -> dict[str, Any]:
-    item: dict[str, Any] = {"id": REASONING_ID, "type": "reasoning", "summary": [],
-                            "status": status}
+    item: dict[str, Any] = {
+        "id": REASONING_ID,
+        "type": "reasoning",
+        "summary": [],
+        "status": status,
+    }
     item["content"] = [{"type": "reasoning_text", "text": text}] if status != "in_progress" else []
     return item
 
 
 def message_item(status: str, text: str | None) -> dict[str, Any]:
-    content = [] if text is None else [{"type": "output_text", "text": text, "annotations": [],
-                                        "logprobs": []}]
-    return {"id": MESSAGE_ID, "type": "message", "role": "assistant", "status": status,
-            "content": content, "phase": "commentary"}
+    content = (
+        []
+        if text is None
+        else [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
+    )
+    return {
+        "id": MESSAGE_ID,
+        "type": "message",
+        "role": "assistant",
+        "status": status,
+        "content": content,
+        "phase": "commentary",
+    }
 
 
 def call_item(status: str, arguments: str) -> dict[str, Any]:
-    return {"id": CALL_ITEM_ID, "type": "function_call", "call_id": CALL_ID,
-            "name": "get_weather", "arguments": arguments, "status": status}
+    return {
+        "id": CALL_ITEM_ID,
+        "type": "function_call",
+        "call_id": CALL_ID,
+        "name": "get_weather",
+        "arguments": arguments,
+        "status": status,
+    }
 
 
 def _text_part(kind: str, text: str) -> dict[str, Any]:
@@ -94,7 +113,7 @@ def _part_events(item_id: str, idx: int, kind: str, deltas: list[str]) -> list[d
 
 
 def valid_stream(*, terminal: str = "completed") -> list[dict[str, Any]]:
-    """reasoning + commentary message + function_call, then the terminal event.
+    """Reasoning + commentary message + function_call, then the terminal event.
 
     ``terminal``: "completed"; "incomplete" (the call is cut, status incomplete, partial
     arguments); "failed" (the call is cut, then error + response.failed).
@@ -107,39 +126,91 @@ def valid_stream(*, terminal: str = "completed") -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = [
         {"type": "response.created", "response": _response("in_progress", [])},
         {"type": "response.in_progress", "response": _response("in_progress", [])},
-        {"type": "response.output_item.added", "output_index": 0,
-         "item": reasoning_item("in_progress", "")},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": reasoning_item("in_progress", ""),
+        },
         *_part_events(REASONING_ID, 0, "reasoning_text", REASONING_DELTAS),
-        {"type": "response.output_item.done", "output_index": 0,
-         "item": reasoning_item("completed", r_text)},
-        {"type": "response.output_item.added", "output_index": 1,
-         "item": message_item("in_progress", None)},
+        {
+            "type": "response.output_item.done",
+            "output_index": 0,
+            "item": reasoning_item("completed", r_text),
+        },
+        {
+            "type": "response.output_item.added",
+            "output_index": 1,
+            "item": message_item("in_progress", None),
+        },
         *_part_events(MESSAGE_ID, 1, "output_text", MESSAGE_DELTAS),
-        {"type": "response.output_item.done", "output_index": 1,
-         "item": message_item("completed", m_text)},
-        {"type": "response.output_item.added", "output_index": 2,
-         "item": call_item("in_progress", "")},
-        *[{"type": "response.function_call_arguments.delta", "item_id": CALL_ITEM_ID,
-           "output_index": 2, "delta": d} for d in arg_deltas],
-        {"type": "response.function_call_arguments.done", "item_id": CALL_ITEM_ID,
-         "output_index": 2, "arguments": args},
-        {"type": "response.output_item.done", "output_index": 2,
-         "item": call_item(call_status, args)},
+        {
+            "type": "response.output_item.done",
+            "output_index": 1,
+            "item": message_item("completed", m_text),
+        },
+        {
+            "type": "response.output_item.added",
+            "output_index": 2,
+            "item": call_item("in_progress", ""),
+        },
+        *[
+            {
+                "type": "response.function_call_arguments.delta",
+                "item_id": CALL_ITEM_ID,
+                "output_index": 2,
+                "delta": d,
+            }
+            for d in arg_deltas
+        ],
+        {
+            "type": "response.function_call_arguments.done",
+            "item_id": CALL_ITEM_ID,
+            "output_index": 2,
+            "arguments": args,
+        },
+        {
+            "type": "response.output_item.done",
+            "output_index": 2,
+            "item": call_item(call_status, args),
+        },
     ]
-    output = [reasoning_item("completed", r_text), message_item("completed", m_text),
-              call_item(call_status, args)]
+    output = [
+        reasoning_item("completed", r_text),
+        message_item("completed", m_text),
+        call_item(call_status, args),
+    ]
     if terminal == "completed":
-        events.append({"type": "response.completed",
-                       "response": _response("completed", output, usage=_usage())})
+        events.append(
+            {
+                "type": "response.completed",
+                "response": _response("completed", output, usage=_usage()),
+            }
+        )
     elif terminal == "incomplete":
-        events.append({"type": "response.incomplete", "response": _response(
-            "incomplete", output, usage=_usage(),
-            incomplete_details={"reason": "max_output_tokens"})})
+        events.append(
+            {
+                "type": "response.incomplete",
+                "response": _response(
+                    "incomplete",
+                    output,
+                    usage=_usage(),
+                    incomplete_details={"reason": "max_output_tokens"},
+                ),
+            }
+        )
     else:
         events.append({"type": "error", "code": "server_error", "message": "engine died"})
-        events.append({"type": "response.failed", "response": _response(
-            "failed", output, usage=_usage(),
-            error={"code": "server_error", "message": "engine died"})})
+        events.append(
+            {
+                "type": "response.failed",
+                "response": _response(
+                    "failed",
+                    output,
+                    usage=_usage(),
+                    error={"code": "server_error", "message": "engine died"},
+                ),
+            }
+        )
     return renumber(events)
 
 
@@ -155,13 +226,16 @@ def renumber(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def find(events: list[dict[str, Any]], etype: str, nth: int = 0, **match: Any) -> int:
     """Index of the nth event of ``etype`` whose keys equal ``match``."""
-    hits = [i for i, e in enumerate(events)
-            if e["type"] == etype and all(e.get(k) == v for k, v in match.items())]
+    hits = [
+        i
+        for i, e in enumerate(events)
+        if e["type"] == etype and all(e.get(k) == v for k, v in match.items())
+    ]
     return hits[nth]
 
 
 def to_sse(events: list[dict[str, Any]], *, done: bool = False) -> bytes:
-    """Frame events as ``event: <type>\\ndata: <json>\\n\\n``."""
+    """Frame events as SSE (``event:`` + ``data:`` lines, blank line)."""
     body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
     if done:
         body += "data: [DONE]\n\n"

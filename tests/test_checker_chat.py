@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Chat Completions stream checker: [DONE], one finish per choice, reasoning apart from
-content, tool-call assembly, error payloads."""
+"""Chat Completions stream checker.
+
+Covers [DONE], one finish per choice, reasoning apart from content, tool-call assembly and
+error payloads.
+"""
 
 from __future__ import annotations
 
@@ -14,16 +17,26 @@ from trtllm_stream_fix.checker import CHAT_RULES, ChatStreamChecker
 pytestmark = pytest.mark.cpu_only
 
 
-def chunk(delta: dict[str, Any], finish: str | None = None, index: int = 0,
-          **extra: Any) -> dict[str, Any]:
-    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
-            "model": "gpt-oss-20b",
-            "choices": [{"index": index, "delta": delta, "finish_reason": finish}], **extra}
+def chunk(
+    delta: dict[str, Any], finish: str | None = None, index: int = 0, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-oss-20b",
+        "choices": [{"index": index, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
 
 
 def valid_chunks() -> list[dict[str, Any]]:
-    call = {"index": 0, "id": "call_1", "type": "function",
-            "function": {"name": "get_weather", "arguments": ""}}
+    call = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": ""},
+    }
     return [
         chunk({"role": "assistant", "content": ""}),
         chunk({"reasoning_content": "Need the "}),
@@ -34,9 +47,14 @@ def valid_chunks() -> list[dict[str, Any]]:
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": '}}]}),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]}),
         chunk({}, "tool_calls"),
-        {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
-         "model": "gpt-oss-20b", "choices": [],
-         "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}},
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "gpt-oss-20b",
+            "choices": [],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12},
+        },
     ]
 
 
@@ -81,22 +99,50 @@ def _mutate(fn: Any) -> list[Any]:
 
 CASES = [
     ("done missing", lambda c: None, False, "done-missing"),
-    ("chunk after done", lambda c: c.append("[DONE]") or c.append(chunk({"content": "x"})),
-     False, "after-done"),
+    (
+        "chunk after done",
+        lambda c: c.append("[DONE]") or c.append(chunk({"content": "x"})),
+        False,
+        "after-done",
+    ),
     ("second finish", lambda c: c.insert(9, chunk({}, "stop")), True, "finish-twice"),
-    ("content after finish", lambda c: c.insert(9, chunk({"content": "late"})), True,
-     "after-finish"),
-    ("unknown finish reason", lambda c: c[8]["choices"][0].update(finish_reason="eos"), True,
-     "finish-reason"),
+    (
+        "content after finish",
+        lambda c: c.insert(9, chunk({"content": "late"})),
+        True,
+        "after-finish",
+    ),
+    (
+        "unknown finish reason",
+        lambda c: c[8]["choices"][0].update(finish_reason="eos"),
+        True,
+        "finish-reason",
+    ),
     ("never finished", lambda c: c.pop(8), True, "finish-missing"),
-    ("markup in content", lambda c: c[4]["choices"][0]["delta"].update(
-        content="<|channel|>final<|message|>now."), True, "markup-leak"),
-    ("tool call without name", lambda c: c[5]["choices"][0]["delta"]["tool_calls"][0][
-        "function"].pop("name"), True, "tool-call-first"),
-    ("tool call index gap", lambda c: c[5]["choices"][0]["delta"]["tool_calls"][0].update(
-        index=1), True, "tool-call-index"),
-    ("tool call id changed", lambda c: c[6]["choices"][0]["delta"]["tool_calls"][0].update(
-        id="call_2"), True, "tool-call-identity"),
+    (
+        "markup in content",
+        lambda c: c[4]["choices"][0]["delta"].update(content="<|channel|>final<|message|>now."),
+        True,
+        "markup-leak",
+    ),
+    (
+        "tool call without name",
+        lambda c: c[5]["choices"][0]["delta"]["tool_calls"][0]["function"].pop("name"),
+        True,
+        "tool-call-first",
+    ),
+    (
+        "tool call index gap",
+        lambda c: c[5]["choices"][0]["delta"]["tool_calls"][0].update(index=1),
+        True,
+        "tool-call-index",
+    ),
+    (
+        "tool call id changed",
+        lambda c: c[6]["choices"][0]["delta"]["tool_calls"][0].update(id="call_2"),
+        True,
+        "tool-call-identity",
+    ),
     ("id changed", lambda c: c[3].update(id="chatcmpl-2"), True, "chunk-id"),
     ("wrong object", lambda c: c[3].update(object="chat.completion"), True, "schema"),
     ("usage total", lambda c: c[9]["usage"].update(total_tokens=3), True, "usage-total"),
@@ -104,8 +150,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("mutate", "done", "rule"),
-                         [pytest.param(m, d, r, id=n) for n, m, d, r in CASES])
+@pytest.mark.parametrize(
+    ("mutate", "done", "rule"), [pytest.param(m, d, r, id=n) for n, m, d, r in CASES]
+)
 def test_mutation_is_reported(mutate: Any, done: bool, rule: str) -> None:
     result = run(_mutate(mutate), done=done)
     assert not result.ok
@@ -133,11 +180,19 @@ def test_error_payload_is_detected(payload: dict[str, Any]) -> None:
 
 
 def test_multiple_choices_kept_apart() -> None:
-    result = run([chunk({"content": "a"}, index=0), chunk({"content": "b"}, index=1),
-                  chunk({"content": "c"}, "stop", index=0), chunk({}, "length", index=1)])
+    result = run(
+        [
+            chunk({"content": "a"}, index=0),
+            chunk({"content": "b"}, index=1),
+            chunk({"content": "c"}, "stop", index=0),
+            chunk({}, "length", index=1),
+        ]
+    )
     assert result.ok
-    assert [(c.content, c.finish_reason) for c in result.choices] == [("ac", "stop"),
-                                                                     ("b", "length")]
+    assert [(c.content, c.finish_reason) for c in result.choices] == [
+        ("ac", "stop"),
+        ("b", "length"),
+    ]
 
 
 def test_allow_and_unknown_allow() -> None:

@@ -49,9 +49,12 @@ def body_of(parts: list[bytes | float | Exception]) -> AsyncIterator[bytes]:
     return gen()
 
 
-def serve(parts: list[bytes | float | Exception], status: int = 200,
-          headers: dict[str, str] | None = None, seen: list[httpx.Request] | None = None
-          ) -> Handler:
+def serve(
+    parts: list[bytes | float | Exception],
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+    seen: list[httpx.Request] | None = None,
+) -> Handler:
     async def handler(request: httpx.Request) -> httpx.Response:
         if seen is not None:
             seen.append(request)
@@ -60,8 +63,9 @@ def serve(parts: list[bytes | float | Exception], status: int = 200,
     return handler
 
 
-def run(handler: Handler, fn: Any = stream_responses, url: str = URL, body: Any = None,
-        **kw: Any) -> StreamRecord:
+def run(
+    handler: Handler, fn: Any = stream_responses, url: str = URL, body: Any = None, **kw: Any
+) -> StreamRecord:
     async def main() -> StreamRecord:
         async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
             return await fn(client, url, body or {"model": "gpt-oss-20b", "input": "hi"}, **kw)
@@ -82,8 +86,10 @@ def test_ok_stream() -> None:
     assert rec.violations == []
     assert rec.done_marker
     assert rec.request_id == "resp_0123456789abcdef"
-    assert [it["text"] for it in rec.items[:2]] == ["The user wants the weather.",
-                                                   "Let me check Paris."]
+    assert [it["text"] for it in rec.items[:2]] == [
+        "The user wants the weather.",
+        "Let me check Paris.",
+    ]
     assert rec.items[2]["arguments"] == '{"city": "Paris"}'
     assert len(rec.events) == len(valid_stream()) + 1
     assert rec.first_text_latency is not None and rec.total_latency is not None
@@ -172,7 +178,7 @@ def test_oversize_event() -> None:
 def test_invalid_utf8() -> None:
     events = valid_stream()
     head = to_sse(events[:5])
-    bad = b"event: x\ndata: {\"type\": \"\xff\"}\n\n"
+    bad = b'event: x\ndata: {"type": "\xff"}\n\n'
     rec = run(serve([head, bad, to_sse(events[5:])]))
     assert rec.outcome == "malformed_sse"
     assert "UTF-8" in rec.detail
@@ -222,13 +228,21 @@ def test_incomplete_and_failed_are_not_ok_unless_allowed(kind: str) -> None:
 
 
 def _chat_chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-    c = {"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1, "model": "m",
-         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    c = {
+        "id": "chatcmpl-9",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     return f"data: {json.dumps(c)}\n\n".encode()
 
 
-CHAT = (_chat_chunk({"role": "assistant", "reasoning_content": "hm"})
-        + _chat_chunk({"content": "Hi"}) + _chat_chunk({}, "stop"))
+CHAT = (
+    _chat_chunk({"role": "assistant", "reasoning_content": "hm"})
+    + _chat_chunk({"content": "Hi"})
+    + _chat_chunk({}, "stop")
+)
 
 
 def test_chat_ok_and_missing_done() -> None:
@@ -256,7 +270,8 @@ def _tri(d: dict[str, Any]) -> bytes:
 def test_triton_outcomes() -> None:
     body = {"id": "req-1", "text_input": "hi"}
     ok = _tri({"id": "req-1", "text_output": "He"}) + _tri(
-        {"id": "req-1", "text_output": "llo", "triton_final_response": True})
+        {"id": "req-1", "text_output": "llo", "triton_final_response": True}
+    )
     rec = run(serve([ok]), fn=stream_triton, url=TRITON_URL, body=body)
     assert (rec.outcome, rec.ok, rec.request_id) == ("ok", True, "req-1")
     assert rec.items[0]["text"] == "Hello"
@@ -271,8 +286,9 @@ def test_triton_outcomes() -> None:
     dropped = [partial, httpx.ReadError("connection reset")]
     rec = run(serve(dropped), fn=stream_triton, url=TRITON_URL, body=body)
     assert rec.outcome == "eof_before_terminal"
-    strict = run(serve([partial]), fn=stream_triton, url=TRITON_URL, body=body,
-                 require_final_flag=True)
+    strict = run(
+        serve([partial]), fn=stream_triton, url=TRITON_URL, body=body, require_final_flag=True
+    )
     assert strict.outcome == "eof_before_terminal"
 
     after = ok + _tri({"id": "req-1", "text_output": "!"})
@@ -333,8 +349,9 @@ def test_real_server_drop_and_ok() -> None:
 
         return StreamingResponse(gen(), media_type="text/event-stream")
 
-    app = Starlette(routes=[Route("/full", full, methods=["POST"]),
-                            Route("/dying", dying, methods=["POST"])])
+    app = Starlette(
+        routes=[Route("/full", full, methods=["POST"]), Route("/dying", dying, methods=["POST"])]
+    )
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -350,10 +367,10 @@ def test_real_server_drop_and_ok() -> None:
         async def main() -> tuple[StreamRecord, StreamRecord]:
             async with httpx.AsyncClient() as client:
                 base = f"http://127.0.0.1:{port}"
-                ok = await stream_responses(client, f"{base}/full", {"input": "x"},
-                                            idle_timeout=5)
-                bad = await stream_responses(client, f"{base}/dying", {"input": "x"},
-                                             idle_timeout=5)
+                ok = await stream_responses(client, f"{base}/full", {"input": "x"}, idle_timeout=5)
+                bad = await stream_responses(
+                    client, f"{base}/dying", {"input": "x"}, idle_timeout=5
+                )
                 return ok, bad
 
         ok, bad = asyncio.run(main())

@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Responses stream checker: a hand-written valid stream passes (and the OpenAI SDK accumulator
-accepts it); every single-rule mutation of it is reported under that rule."""
+"""Responses stream checker.
+
+A hand-written valid stream passes (and the OpenAI SDK accumulator accepts it); every
+single-rule mutation of it is reported under that rule.
+"""
 
 from __future__ import annotations
 
@@ -93,13 +96,19 @@ def test_reasoning_summary_parts() -> None:
     i = find(events, "response.content_part.added", output_index=0)
     ref = {"item_id": REASONING_ID, "output_index": 0, "summary_index": 0}
     summary = [
-        {"type": "response.reasoning_summary_part.added", **ref,
-         "part": {"type": "summary_text", "text": ""}},
+        {
+            "type": "response.reasoning_summary_part.added",
+            **ref,
+            "part": {"type": "summary_text", "text": ""},
+        },
         {"type": "response.reasoning_summary_text.delta", **ref, "delta": "Weather "},
         {"type": "response.reasoning_summary_text.delta", **ref, "delta": "lookup."},
         {"type": "response.reasoning_summary_text.done", **ref, "text": "Weather lookup."},
-        {"type": "response.reasoning_summary_part.done", **ref,
-         "part": {"type": "summary_text", "text": "Weather lookup."}},
+        {
+            "type": "response.reasoning_summary_part.done",
+            **ref,
+            "part": {"type": "summary_text", "text": "Weather lookup."},
+        },
     ]
     events[i:i] = summary
     summary_entry = [{"type": "summary_text", "text": "Weather lookup."}]
@@ -123,6 +132,7 @@ def _msg_delta(e: Events, nth: int = 0) -> dict[str, Any]:
 def _remove(etype: str, nth: int = 0, **match: Any) -> Callable[[Events], None]:
     def go(e: Events) -> None:
         del e[find(e, etype, nth, **match)]
+
     return go
 
 
@@ -139,8 +149,7 @@ def _interleave(e: Events) -> None:
     e.insert(find(e, "response.output_item.done", 0), added)
 
 
-def _set(path: str, value: Any, etype: str, nth: int = 0,
-         **match: Any) -> Callable[[Events], None]:
+def _set(path: str, value: Any, etype: str, nth: int = 0, **match: Any) -> Callable[[Events], None]:
     """Set a dotted path (``item.status``) on the nth event of a type."""
 
     def go(e: Events) -> None:
@@ -154,6 +163,7 @@ def _set(path: str, value: Any, etype: str, nth: int = 0,
             del target[last]
         else:
             target[last] = value
+
     return go
 
 
@@ -167,6 +177,7 @@ def _both(*fns: Callable[[Events], None]) -> Callable[[Events], None]:
     def go(e: Events) -> None:
         for fn in fns:
             fn(e)
+
     return go
 
 
@@ -197,127 +208,292 @@ def _call_args(args: str) -> Callable[[Events], None]:
         for ev in list(e):
             if ev["type"] == "response.function_call_arguments.delta" and ev["delta"] == "":
                 e.remove(ev)
+
     return go
 
 
 # (name, stream kind, mutation, expected rule)
 MUTATIONS: list[tuple[str, str, Callable[[Events], None], str]] = [
-    ("string output_index", "completed",
-     _set("output_index", "1", "response.output_text.delta"), "schema"),
-    ("unknown event type", "completed", _set("type", "response.bogus", "response.in_progress"),
-     "unknown-type"),
+    (
+        "string output_index",
+        "completed",
+        _set("output_index", "1", "response.output_text.delta"),
+        "schema",
+    ),
+    (
+        "unknown event type",
+        "completed",
+        _set("type", "response.bogus", "response.in_progress"),
+        "unknown-type",
+    ),
     ("sequence gap", "completed", _seq_gap, "sequence"),
-    ("sequence null", "completed", _set("sequence_number", None, "response.in_progress"),
-     "sequence"),
+    (
+        "sequence null",
+        "completed",
+        _set("sequence_number", None, "response.in_progress"),
+        "sequence",
+    ),
     ("created missing", "completed", _remove("response.created"), "first-event"),
-    ("second in_progress", "completed",
-     lambda e: e.insert(2, copy.deepcopy(e[1])), "lifecycle"),
-    ("in_progress after items", "completed",
-     lambda e: e.insert(4, e.pop(1)), "lifecycle"),
-    ("created with completed status", "completed",
-     _set("response.status", "completed", "response.created"), "lifecycle-status"),
-    ("response id changed", "completed", _set("response.id", "resp_other", _TERM),
-     "response-id"),
-    ("wrong output_index on added", "completed", _set("output_index", 5, _ADDED, 1),
-     "output-index"),
-    ("duplicate output_index", "completed", _set("output_index", 1, _ADDED, 2),
-     "output-index"),
+    ("second in_progress", "completed", lambda e: e.insert(2, copy.deepcopy(e[1])), "lifecycle"),
+    ("in_progress after items", "completed", lambda e: e.insert(4, e.pop(1)), "lifecycle"),
+    (
+        "created with completed status",
+        "completed",
+        _set("response.status", "completed", "response.created"),
+        "lifecycle-status",
+    ),
+    ("response id changed", "completed", _set("response.id", "resp_other", _TERM), "response-id"),
+    (
+        "wrong output_index on added",
+        "completed",
+        _set("output_index", 5, _ADDED, 1),
+        "output-index",
+    ),
+    ("duplicate output_index", "completed", _set("output_index", 1, _ADDED, 2), "output-index"),
     ("item added before previous done", "completed", _interleave, "interleaved-items"),
-    ("delta for a done item", "completed",
-     _set("output_index", 0, "response.output_text.delta"), "item-ref"),
-    ("delta for a never-added index", "completed",
-     _set("output_index", 9, "response.function_call_arguments.delta"), "item-ref"),
+    (
+        "delta for a done item",
+        "completed",
+        _set("output_index", 0, "response.output_text.delta"),
+        "item-ref",
+    ),
+    (
+        "delta for a never-added index",
+        "completed",
+        _set("output_index", 9, "response.function_call_arguments.delta"),
+        "item-ref",
+    ),
     ("empty item id", "completed", _set("item.id", "", _ADDED, 1), "item-id"),
-    ("empty item_id on delta", "completed", _set("item_id", "", "response.output_text.delta"),
-     "item-id"),
-    ("wrong item_id on done", "completed",
-     _set("item_id", REASONING_ID, "response.output_text.done"), "item-id"),
+    (
+        "empty item_id on delta",
+        "completed",
+        _set("item_id", "", "response.output_text.delta"),
+        "item-id",
+    ),
+    (
+        "wrong item_id on done",
+        "completed",
+        _set("item_id", REASONING_ID, "response.output_text.done"),
+        "item-id",
+    ),
     ("duplicate item id", "completed", _dup_id, "item-id"),
-    ("missing content_part.added", "completed",
-     _remove("response.content_part.added", output_index=1), "content-index"),
-    ("content_index 1 on first part", "completed",
-     _set("content_index", 1, "response.content_part.added", output_index=1), "content-index"),
-    ("reasoning delta in message part", "completed",
-     _set("type", "response.reasoning_text.delta", "response.output_text.delta"), "part-kind"),
-    ("output_text part in reasoning item", "completed",
-     _set("part", {"type": "output_text", "text": "", "annotations": []},
-          "response.content_part.added", output_index=0), "part-kind"),
-    ("added part not empty", "completed",
-     _set("part.text", "x", "response.content_part.added", output_index=1), "part-text"),
+    (
+        "missing content_part.added",
+        "completed",
+        _remove("response.content_part.added", output_index=1),
+        "content-index",
+    ),
+    (
+        "content_index 1 on first part",
+        "completed",
+        _set("content_index", 1, "response.content_part.added", output_index=1),
+        "content-index",
+    ),
+    (
+        "reasoning delta in message part",
+        "completed",
+        _set("type", "response.reasoning_text.delta", "response.output_text.delta"),
+        "part-kind",
+    ),
+    (
+        "output_text part in reasoning item",
+        "completed",
+        _set(
+            "part",
+            {"type": "output_text", "text": "", "annotations": []},
+            "response.content_part.added",
+            output_index=0,
+        ),
+        "part-kind",
+    ),
+    (
+        "added part not empty",
+        "completed",
+        _set("part.text", "x", "response.content_part.added", output_index=1),
+        "part-text",
+    ),
     ("text done missing", "completed", _remove("response.output_text.done"), "part-order"),
-    ("content_part.done missing", "completed",
-     _remove("response.content_part.done", output_index=1), "part-order"),
-    ("arguments done missing", "completed", _remove("response.function_call_arguments.done"),
-     "part-order"),
-    ("delta after text done", "completed",
-     lambda e: e.insert(find(e, "response.output_text.done") + 1,
-                        copy.deepcopy(_msg_delta(e))), "part-order"),
-    ("done text mismatch", "completed",
-     _set("text", "Let me check Rome.", "response.output_text.done"), "text-mismatch"),
-    ("part.done text mismatch", "completed",
-     _set("part.text", "Let me", "response.content_part.done", output_index=1),
-     "text-mismatch"),
-    ("item.done content mismatch", "completed",
-     _set("item.content.0.text", "Other.", _DONE, 1), "text-mismatch"),
-    ("reasoning item.done content mismatch", "completed",
-     _set("item.content.0.text", "Other.", _DONE, 0), "text-mismatch"),
-    ("terminal output text mismatch", "completed",
-     _set("response.output.1.content.0.text", "Other.", _TERM), "text-mismatch"),
-    ("arguments done mismatch", "completed",
-     _set("arguments", "{}", "response.function_call_arguments.done"), "arguments-mismatch"),
-    ("item.done arguments mismatch", "completed", _set("item.arguments", "{}", _DONE, 2),
-     "arguments-mismatch"),
+    (
+        "content_part.done missing",
+        "completed",
+        _remove("response.content_part.done", output_index=1),
+        "part-order",
+    ),
+    (
+        "arguments done missing",
+        "completed",
+        _remove("response.function_call_arguments.done"),
+        "part-order",
+    ),
+    (
+        "delta after text done",
+        "completed",
+        lambda e: e.insert(find(e, "response.output_text.done") + 1, copy.deepcopy(_msg_delta(e))),
+        "part-order",
+    ),
+    (
+        "done text mismatch",
+        "completed",
+        _set("text", "Let me check Rome.", "response.output_text.done"),
+        "text-mismatch",
+    ),
+    (
+        "part.done text mismatch",
+        "completed",
+        _set("part.text", "Let me", "response.content_part.done", output_index=1),
+        "text-mismatch",
+    ),
+    (
+        "item.done content mismatch",
+        "completed",
+        _set("item.content.0.text", "Other.", _DONE, 1),
+        "text-mismatch",
+    ),
+    (
+        "reasoning item.done content mismatch",
+        "completed",
+        _set("item.content.0.text", "Other.", _DONE, 0),
+        "text-mismatch",
+    ),
+    (
+        "terminal output text mismatch",
+        "completed",
+        _set("response.output.1.content.0.text", "Other.", _TERM),
+        "text-mismatch",
+    ),
+    (
+        "arguments done mismatch",
+        "completed",
+        _set("arguments", "{}", "response.function_call_arguments.done"),
+        "arguments-mismatch",
+    ),
+    (
+        "item.done arguments mismatch",
+        "completed",
+        _set("item.arguments", "{}", _DONE, 2),
+        "arguments-mismatch",
+    ),
     ("done id changed", "completed", _set("item.id", "msg_other", _DONE, 1), "item-identity"),
-    ("done type changed", "completed", _set("item.type", "reasoning", _DONE, 1),
-     "item-identity"),
-    ("done call_id changed", "completed", _set("item.call_id", "call_x", _DONE, 2),
-     "item-identity"),
+    ("done type changed", "completed", _set("item.type", "reasoning", _DONE, 1), "item-identity"),
+    (
+        "done call_id changed",
+        "completed",
+        _set("item.call_id", "call_x", _DONE, 2),
+        "item-identity",
+    ),
     ("done name changed", "completed", _set("item.name", "other", _DONE, 2), "item-identity"),
-    ("added status completed", "completed", _set("item.status", "completed", _ADDED, 1),
-     "item-status"),
-    ("done status in_progress", "completed", _set("item.status", "in_progress", _DONE, 1),
-     "item-status"),
+    (
+        "added status completed",
+        "completed",
+        _set("item.status", "completed", _ADDED, 1),
+        "item-status",
+    ),
+    (
+        "done status in_progress",
+        "completed",
+        _set("item.status", "in_progress", _DONE, 1),
+        "item-status",
+    ),
     ("open item at completed", "completed", _remove(_DONE, 1), "open-item"),
-    ("terminal output missing item", "completed",
-     lambda e: e[-1]["response"]["output"].pop(), "terminal-output"),
-    ("terminal output id changed", "completed",
-     _set("response.output.1.id", "msg_new", _TERM), "terminal-output"),
-    ("terminal output status differs", "completed",
-     _set("response.output.1.status", "incomplete", _TERM), "terminal-output"),
-    ("completed with status incomplete", "completed",
-     _set("response.status", "incomplete", _TERM), "terminal-status"),
-    ("completed with incomplete_details", "completed",
-     _set("response.incomplete_details", {"reason": "max_output_tokens"}, _TERM),
-     "terminal-status"),
-    ("incomplete without reason", "incomplete",
-     _set("response.incomplete_details", _DELETE, "response.incomplete"), "terminal-status"),
-    ("failed without error", "failed",
-     _set("response.error", _DELETE, "response.failed"), "terminal-status"),
-    ("completed with incomplete item", "completed",
-     _both(_set("item.status", "incomplete", _DONE, 2),
-           _set("response.output.2.status", "incomplete", _TERM)), "incomplete-item"),
-    ("incomplete item not last", "incomplete",
-     _both(_set("item.status", "incomplete", _DONE, 0),
-           _set("response.output.0.status", "incomplete", "response.incomplete")),
-     "incomplete-item"),
-    ("usage total wrong", "completed", _set("response.usage.total_tokens", 41, _TERM),
-     "usage-total"),
+    (
+        "terminal output missing item",
+        "completed",
+        lambda e: e[-1]["response"]["output"].pop(),
+        "terminal-output",
+    ),
+    (
+        "terminal output id changed",
+        "completed",
+        _set("response.output.1.id", "msg_new", _TERM),
+        "terminal-output",
+    ),
+    (
+        "terminal output status differs",
+        "completed",
+        _set("response.output.1.status", "incomplete", _TERM),
+        "terminal-output",
+    ),
+    (
+        "completed with status incomplete",
+        "completed",
+        _set("response.status", "incomplete", _TERM),
+        "terminal-status",
+    ),
+    (
+        "completed with incomplete_details",
+        "completed",
+        _set("response.incomplete_details", {"reason": "max_output_tokens"}, _TERM),
+        "terminal-status",
+    ),
+    (
+        "incomplete without reason",
+        "incomplete",
+        _set("response.incomplete_details", _DELETE, "response.incomplete"),
+        "terminal-status",
+    ),
+    (
+        "failed without error",
+        "failed",
+        _set("response.error", _DELETE, "response.failed"),
+        "terminal-status",
+    ),
+    (
+        "completed with incomplete item",
+        "completed",
+        _both(
+            _set("item.status", "incomplete", _DONE, 2),
+            _set("response.output.2.status", "incomplete", _TERM),
+        ),
+        "incomplete-item",
+    ),
+    (
+        "incomplete item not last",
+        "incomplete",
+        _both(
+            _set("item.status", "incomplete", _DONE, 0),
+            _set("response.output.0.status", "incomplete", "response.incomplete"),
+        ),
+        "incomplete-item",
+    ),
+    (
+        "usage total wrong",
+        "completed",
+        _set("response.usage.total_tokens", 41, _TERM),
+        "usage-total",
+    ),
     ("event after terminal", "completed", _move_after_terminal, "after-terminal"),
-    ("second terminal", "completed", lambda e: e.append(copy.deepcopy(e[-1])),
-     "after-terminal"),
+    ("second terminal", "completed", lambda e: e.append(copy.deepcopy(e[-1])), "after-terminal"),
     ("no terminal", "completed", lambda e: e.pop(), "no-terminal"),
     ("error then completed", "completed", _error_before_completed, "error-without-failed"),
     ("error alone at end", "failed", lambda e: e.pop(), "error-without-failed"),
-    ("empty delta", "completed", _set("delta", "", "response.reasoning_text.delta", 1),
-     "delta-empty"),
-    ("logprobs missing", "completed", _set("logprobs", _DELETE, "response.output_text.delta"),
-     "logprobs"),
+    (
+        "empty delta",
+        "completed",
+        _set("delta", "", "response.reasoning_text.delta", 1),
+        "delta-empty",
+    ),
+    (
+        "logprobs missing",
+        "completed",
+        _set("logprobs", _DELETE, "response.output_text.delta"),
+        "logprobs",
+    ),
     ("empty function name", "completed", _set("item.name", "", _ADDED, 2), "function-call"),
     ("empty call_id", "completed", _set("item.call_id", "", _ADDED, 2), "function-call"),
     ("completed call with invalid JSON", "completed", _call_args('{"city"'), "arguments-json"),
-    ("audio event in gpt-oss stream", "completed",
-     lambda e: e.insert(3, {"type": "response.audio.delta", "delta": "AAAA",
-                            "response_id": "resp_0123456789abcdef"}), "unsupported-event"),
+    (
+        "audio event in gpt-oss stream",
+        "completed",
+        lambda e: e.insert(
+            3,
+            {
+                "type": "response.audio.delta",
+                "delta": "AAAA",
+                "response_id": "resp_0123456789abcdef",
+            },
+        ),
+        "unsupported-event",
+    ),
 ]
 
 
@@ -348,8 +524,10 @@ def test_violation_names_the_event_index() -> None:
     i = find(events, "response.output_text.done")
     events[i]["text"] = "nope"
     result = check_responses_events(events)
-    assert any(v.startswith(f"event {i} (response.output_text.done): [text-mismatch]")
-               for v in result.violations), result.violations
+    assert any(
+        v.startswith(f"event {i} (response.output_text.done): [text-mismatch]")
+        for v in result.violations
+    ), result.violations
 
 
 def test_event_name_mismatch() -> None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,7 +22,7 @@ from trtllm_stream_fix.checker import (
 pytestmark = pytest.mark.cpu_only
 
 BODY = (
-    "\ufeffevent: response.created\r\ndata: {\"a\": 1}\r\n\r\n"
+    '\ufeffevent: response.created\r\ndata: {"a": 1}\r\n\r\n'
     ": keep-alive\n"
     "data: line one\ndata:line two\rdata\r\n\n"
     "id: 7\nevent: x\ndata: h\u00e9llo \U0001f600\n\n"
@@ -45,7 +47,7 @@ def read_chunks(chunks: list[bytes]) -> tuple[list[SSEEvent], SSEReader]:
 
 def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
     bounds = [0, *sorted(set(cuts)), len(data)]
-    return [data[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [data[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def test_whole_body() -> None:
@@ -84,9 +86,16 @@ def test_any_chunking_parses_identically(cuts: list[int]) -> None:
     st.lists(
         st.tuples(
             st.sampled_from(["", "response.output_text.delta", "error"]),
-            st.lists(st.text(alphabet=st.characters(blacklist_characters="\r\n\x00",
-                                                     blacklist_categories=("Cs",)),
-                             max_size=12), min_size=1, max_size=3),
+            st.lists(
+                st.text(
+                    alphabet=st.characters(
+                        blacklist_characters="\r\n\x00", blacklist_categories=("Cs",)
+                    ),
+                    max_size=12,
+                ),
+                min_size=1,
+                max_size=3,
+            ),
             st.sampled_from(["\n", "\r", "\r\n"]),
         ),
         max_size=6,
@@ -130,9 +139,7 @@ def test_cr_cr_is_two_line_ends() -> None:
 
 
 def test_field_parsing_details() -> None:
-    events, reader = parse_sse(
-        b"data:no-space\ndata:  two spaces\ndata\nfoo: bar\nid: a\x00b\n\n"
-    )
+    events, reader = parse_sse(b"data:no-space\ndata:  two spaces\ndata\nfoo: bar\nid: a\x00b\n\n")
     assert events == [SSEEvent("message", "no-space\n two spaces\n")]
     assert any("unknown field" in w for w in reader.warnings)
     assert any("NUL" in w for w in reader.warnings)

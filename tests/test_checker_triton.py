@@ -22,8 +22,9 @@ from trtllm_stream_fix.checker.triton import _TRANSITIONS, TritonResponse
 pytestmark = pytest.mark.cpu_only
 
 
-def http(text: str | None, *, final: bool = False, rid: str | None = "r1",
-         error: str | None = None) -> dict:
+def http(
+    text: str | None, *, final: bool = False, rid: str | None = "r1", error: str | None = None
+) -> dict:
     d: dict = {"model_name": "tensorrt_llm_bls", "model_version": "1"}
     if rid is not None:
         d["id"] = rid
@@ -37,22 +38,40 @@ def http(text: str | None, *, final: bool = False, rid: str | None = "r1",
 
 
 def grpc(text: str | None, *, final: bool, rid: str, error: str = "") -> dict:
-    outputs = ([{"name": "text_output", "datatype": "BYTES", "shape": [1],
-                 "contents": {"bytes_contents": [text]}}] if text is not None else [])
-    return {"error_message": error,
-            "infer_response": {"model_name": "m", "id": rid, "outputs": outputs,
-                               "parameters": {"triton_final_response": {"bool_param": final}}}}
+    outputs = (
+        [
+            {
+                "name": "text_output",
+                "datatype": "BYTES",
+                "shape": [1],
+                "contents": {"bytes_contents": [text]},
+            }
+        ]
+        if text is not None
+        else []
+    )
+    return {
+        "error_message": error,
+        "infer_response": {
+            "model_name": "m",
+            "id": rid,
+            "outputs": outputs,
+            "parameters": {"triton_final_response": {"bool_param": final}},
+        },
+    }
 
 
 def test_parse_shapes() -> None:
     assert parse_triton_response(http("hi", final=True)) == TritonResponse(
-        "r1", True, None, ("text_output",), "hi")
+        "r1", True, None, ("text_output",), "hi"
+    )
     g = parse_triton_response(grpc(None, final=True, rid="7"))
     assert (g.request_id, g.final, g.empty, g.input) == ("7", True, True, RequestInput.EMPTY_FINAL)
     e = parse_triton_response(grpc(None, final=True, rid="7", error="boom"))
     assert (e.error, e.input) == ("boom", RequestInput.ERROR)
-    p = parse_triton_response({"id": "x", "parameters": {"triton_final_response": True},
-                               "text_output": ["a", "b"]})
+    p = parse_triton_response(
+        {"id": "x", "parameters": {"triton_final_response": True}, "text_output": ["a", "b"]}
+    )
     assert (p.final, p.text, p.input) == (True, "ab", RequestInput.FINAL)
 
 
@@ -63,8 +82,12 @@ def test_single_request_completes_on_final_flag() -> None:
     result = checker.finish()
     assert result.ok, result.violations
     (req,) = result.requests
-    assert (req.text, req.state, req.final_flag, req.responses) == ("Hello!", "final_received",
-                                                                    True, 3)
+    assert (req.text, req.state, req.final_flag, req.responses) == (
+        "Hello!",
+        "final_received",
+        True,
+        3,
+    )
 
 
 def test_silence_is_not_completion() -> None:
@@ -116,8 +139,12 @@ def test_response_after_final_is_a_violation() -> None:
 
 def test_interleaved_requests_kept_apart() -> None:
     checker = TritonStreamChecker(["a", "b"])
-    for r in (grpc("1", final=False, rid="a"), grpc("x", final=False, rid="b"),
-              grpc("2", final=True, rid="a"), grpc("y", final=False, rid="b")):
+    for r in (
+        grpc("1", final=False, rid="a"),
+        grpc("x", final=False, rid="b"),
+        grpc("2", final=True, rid="a"),
+        grpc("y", final=False, rid="b"),
+    ):
         checker.feed(r)
     assert checker.pending == ["b"]
     assert not checker.result().ok

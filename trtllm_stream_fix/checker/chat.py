@@ -37,8 +37,15 @@ CHAT_RULES: dict[str, str] = {
 }
 
 _FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
-_MARKUP = ("<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>",
-           "<|constrain|>")
+_MARKUP = (
+    "<|start|>",
+    "<|channel|>",
+    "<|message|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|constrain|>",
+)
 
 
 @dataclass
@@ -169,11 +176,12 @@ class ChatStreamChecker:
         usage = chunk.get("usage")
         if isinstance(usage, Mapping):
             self.usage = dict(usage)
-            p, c, t = (usage.get(k) for k in ("prompt_tokens", "completion_tokens",
-                                              "total_tokens"))
+            p, c, t = (usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens"))
             if not all(isinstance(v, int) for v in (p, c, t)) or t != p + c:
-                self._violate("usage-total", f"total_tokens {t!r} != prompt_tokens {p!r} + "
-                              f"completion_tokens {c!r}")
+                self._violate(
+                    "usage-total",
+                    f"total_tokens {t!r} != prompt_tokens {p!r} + completion_tokens {c!r}",
+                )
         choices = chunk.get("choices")
         if not isinstance(choices, list):
             self._violate("schema", "choices is not a list")
@@ -194,19 +202,25 @@ class ChatStreamChecker:
         delta = delta if isinstance(delta, Mapping) else {}
         finished_before = state.finish_reason is not None
         has_payload = any(
-            delta.get(k) for k in ("content", "reasoning_content", "reasoning", "refusal",
-                                   "tool_calls")
+            delta.get(k)
+            for k in ("content", "reasoning_content", "reasoning", "refusal", "tool_calls")
         )
         if finished_before and has_payload:
-            self._violate("after-finish", f"delta for choice {idx} after finish_reason "
-                          f"{state.finish_reason!r}")
+            self._violate(
+                "after-finish",
+                f"delta for choice {idx} after finish_reason {state.finish_reason!r}",
+            )
         role = delta.get("role")
         if role is not None:
             if state.role is not None and role != state.role:
                 self.warnings.append(f"chunk {self._index}: role changed to {role!r}")
             state.role = role
-        for key, attr in (("content", "content"), ("reasoning_content", "reasoning"),
-                          ("reasoning", "reasoning"), ("refusal", "refusal")):
+        for key, attr in (
+            ("content", "content"),
+            ("reasoning_content", "reasoning"),
+            ("reasoning", "reasoning"),
+            ("refusal", "refusal"),
+        ):
             value = delta.get(key)
             if value is None:
                 continue
@@ -226,8 +240,10 @@ class ChatStreamChecker:
         reason = choice.get("finish_reason")
         if reason is not None:
             if finished_before:
-                self._violate("finish-twice", f"choice {idx} finish_reason {reason!r} after "
-                              f"{state.finish_reason!r}")
+                self._violate(
+                    "finish-twice",
+                    f"choice {idx} finish_reason {reason!r} after {state.finish_reason!r}",
+                )
             else:
                 state.finish_reason = reason
             if reason not in _FINISH_REASONS:
@@ -244,13 +260,14 @@ class ChatStreamChecker:
         existing = next((c for c in state.tool_calls if c.index == k), None)
         if existing is None:
             if k != len(state.tool_calls):
-                self._violate("tool-call-index", f"tool call index {k!r}, expected "
-                              f"{len(state.tool_calls)}")
+                self._violate(
+                    "tool-call-index", f"tool call index {k!r}, expected {len(state.tool_calls)}"
+                )
             if not cid or not name:
-                self._violate("tool-call-first", f"first delta of tool call {k!r} lacks id or "
-                              "name")
-            existing = ChatToolCall(index=k if isinstance(k, int) else -1, id=cid or None,
-                                    name=name or None)
+                self._violate("tool-call-first", f"first delta of tool call {k!r} lacks id or name")
+            existing = ChatToolCall(
+                index=k if isinstance(k, int) else -1, id=cid or None, name=name or None
+            )
             state.tool_calls.append(existing)
         else:
             for label, new, old in (("id", cid, existing.id), ("name", name, existing.name)):
@@ -259,8 +276,7 @@ class ChatStreamChecker:
                 if old is None:
                     setattr(existing, label, new)
                 elif new != old:
-                    self._violate("tool-call-identity", f"tool call {k} {label} {new!r} != "
-                                  f"{old!r}")
+                    self._violate("tool-call-identity", f"tool call {k} {label} {new!r} != {old!r}")
                 else:
                     self.warnings.append(f"chunk {self._index}: tool call {k} repeats {label}")
         if args is not None:

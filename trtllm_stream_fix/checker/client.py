@@ -178,8 +178,9 @@ class StreamSession:
             if protocol == "triton"
             else None
         )
-        self.record = StreamRecord(protocol=protocol, outcome="eof_before_terminal", ok=False,
-                                   url=url)
+        self.record = StreamRecord(
+            protocol=protocol, outcome="eof_before_terminal", ok=False, url=url
+        )
         self._fatal: str | None = None
         self._after_terminal = False
         self._error_body: bytearray | None = None
@@ -238,22 +239,27 @@ class StreamSession:
             return
         if self.record.done_marker:
             self._after_terminal = True
-            self._extra_violations.append(f"event {len(self.record.events) - 1}: "
-                                          "[after-done] event after data: [DONE]")
+            self._extra_violations.append(
+                f"event {len(self.record.events) - 1}: [after-done] event after data: [DONE]"
+            )
             return
         try:
             payload = json.loads(event.data)
         except ValueError as exc:
             self._fatal = "malformed_json"
-            self.record.detail = (f"event {len(self.record.events) - 1}: invalid JSON ({exc}): "
-                                  f"{event.data[:80]!r}")
+            self.record.detail = (
+                f"event {len(self.record.events) - 1}: invalid JSON ({exc}): {event.data[:80]!r}"
+            )
             return
         if self.responses is not None:
             if self.responses.terminated:
                 self._after_terminal = True
             self.responses.feed(payload, sse_event=event.event)
-            if (isinstance(payload, Mapping) and str(payload.get("type", "")).endswith(".delta")
-                    and payload.get("delta")):
+            if (
+                isinstance(payload, Mapping)
+                and str(payload.get("type", "")).endswith(".delta")
+                and payload.get("delta")
+            ):
                 self._first_text(now)
         elif self.chat is not None:
             if self.chat.terminated:
@@ -275,12 +281,16 @@ class StreamSession:
         if self.chat is not None:
             self.chat.feed_done()
         elif self.responses is not None and not self.responses.terminated:
-            self._extra_violations.append(f"event {len(self.record.events) - 1}: "
-                                          "[done-before-terminal] data: [DONE] before the "
-                                          "terminal event")
+            self._extra_violations.append(
+                f"event {len(self.record.events) - 1}: "
+                "[done-before-terminal] data: [DONE] before the "
+                "terminal event"
+            )
         elif self.triton is not None:
-            self._extra_violations.append(f"event {len(self.record.events) - 1}: "
-                                          "[unexpected-done] data: [DONE] in a Triton stream")
+            self._extra_violations.append(
+                f"event {len(self.record.events) - 1}: "
+                "[unexpected-done] data: [DONE] in a Triton stream"
+            )
 
     def _first_text(self, now: float) -> None:
         if self.record.first_text_latency is None:
@@ -307,7 +317,12 @@ class StreamSession:
         if detail:
             rec.detail = f"{rec.detail}; {detail}" if rec.detail else detail
         rec.outcome = self._outcome(stop, terminal)
-        if stop == "dropped" and rec.outcome in ("ok", "incomplete", "failed", "protocol_violation"):
+        if stop == "dropped" and rec.outcome in (
+            "ok",
+            "incomplete",
+            "failed",
+            "protocol_violation",
+        ):
             rec.warnings.append("connection dropped after the terminal event")
         if rec.discarded_tail is not None:
             rec.warnings.append(f"unterminated final event discarded: {rec.discarded_tail[:80]!r}")
@@ -334,7 +349,7 @@ class StreamSession:
             rec.warnings.extend(chat.warnings)
             return chat.terminal, chat.violations
         assert self.triton is not None
-        end_of_body = (stop == "eof" and self._fatal is None and not self.require_final_flag)
+        end_of_body = stop == "eof" and self._fatal is None and not self.require_final_flag
         tri = self.triton.finish(end_of_body=end_of_body)
         rec.request_id = ",".join(r.request_id for r in tri.requests) or None
         rec.items = [asdict(r) for r in tri.requests]
@@ -449,12 +464,28 @@ async def stream_responses(
     allow_incomplete: bool = False,
     allow_failed: bool = False,
 ) -> StreamRecord:
-    """POST a Responses request (``stream`` forced on) to ``url`` with an
-    ``httpx.AsyncClient`` and check the event stream."""
-    session = StreamSession("responses", url=url, limits=limits, allow=allow,
-                            allow_incomplete=allow_incomplete, allow_failed=allow_failed)
-    return await _stream(client, url, {**body, "stream": True}, session, headers=headers,
-                         idle_timeout=idle_timeout, deadline=deadline)
+    """POST a Responses request (``stream`` forced on) and check the event stream.
+
+    ``client`` is an ``httpx.AsyncClient``; ``idle_timeout`` bounds the wait for the response
+    head and between body reads, ``deadline`` the whole exchange (seconds).
+    """
+    session = StreamSession(
+        "responses",
+        url=url,
+        limits=limits,
+        allow=allow,
+        allow_incomplete=allow_incomplete,
+        allow_failed=allow_failed,
+    )
+    return await _stream(
+        client,
+        url,
+        {**body, "stream": True},
+        session,
+        headers=headers,
+        idle_timeout=idle_timeout,
+        deadline=deadline,
+    )
 
 
 async def stream_chat(
@@ -473,11 +504,25 @@ async def stream_chat(
     """POST a Chat Completions request (``stream`` forced on) and check the chunk stream.
 
     A choice finishing with ``length`` does not make the outcome ``incomplete``; read
-    ``record.items[k]["finish_reason"]``."""
-    session = StreamSession("chat", url=url, limits=limits, allow=allow,
-                            allow_incomplete=allow_incomplete, allow_failed=allow_failed)
-    return await _stream(client, url, {**body, "stream": True}, session, headers=headers,
-                         idle_timeout=idle_timeout, deadline=deadline)
+    ``record.items[k]["finish_reason"]``.
+    """
+    session = StreamSession(
+        "chat",
+        url=url,
+        limits=limits,
+        allow=allow,
+        allow_incomplete=allow_incomplete,
+        allow_failed=allow_failed,
+    )
+    return await _stream(
+        client,
+        url,
+        {**body, "stream": True},
+        session,
+        headers=headers,
+        idle_timeout=idle_timeout,
+        deadline=deadline,
+    )
 
 
 async def stream_triton(
@@ -494,13 +539,20 @@ async def stream_triton(
 ) -> StreamRecord:
     """POST to a Triton ``v2/models/<model>/generate_stream`` URL and check the responses.
 
-    The request id is ``body["id"]`` when present."""
+    The request id is ``body["id"]`` when present.
+    """
     rid = body.get("id")
-    session = StreamSession("triton", url=url, limits=limits, allow_failed=allow_failed,
-                            request_ids=[str(rid)] if rid else (),
-                            require_final_flag=require_final_flag)
-    return await _stream(client, url, body, session, headers=headers,
-                         idle_timeout=idle_timeout, deadline=deadline)
+    session = StreamSession(
+        "triton",
+        url=url,
+        limits=limits,
+        allow_failed=allow_failed,
+        request_ids=[str(rid)] if rid else (),
+        require_final_flag=require_final_flag,
+    )
+    return await _stream(
+        client, url, body, session, headers=headers, idle_timeout=idle_timeout, deadline=deadline
+    )
 
 
 def replay_record(

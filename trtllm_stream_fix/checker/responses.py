@@ -49,7 +49,7 @@ RULES: dict[str, str] = {
     "interleaved-items": "§4.4 the next item is added only after the previous one is done",
     "item-ref": "§4.5 an item-scoped event refers to an open item",
     "item-id": "§4.5 item ids are non-empty, unique, and equal to every event's item_id",
-    "content-index": "§4.6 content/summary index counts 0, 1, ... per item; events hit the open part",
+    "content-index": "§4.6 content/summary index counts 0, 1, ... per item; open part only",
     "part-kind": "§4.6 part kind matches the delta kind and the item type",
     "part-text": "§4.6 content_part.added starts with empty text",
     "part-order": "§4 part added, deltas, <kind>.done, part done; no part open at item done",
@@ -90,8 +90,15 @@ _DONE_KINDS = {
     "response.reasoning_text.done": ("reasoning_text", "text"),
 }
 _BUILTIN_ITEMS = frozenset({"message", "reasoning", "function_call"})
-_MARKUP = ("<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>",
-           "<|constrain|>")
+_MARKUP = (
+    "<|start|>",
+    "<|channel|>",
+    "<|message|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|constrain|>",
+)
 
 
 def _event_classes() -> dict[str, type[pydantic.BaseModel]]:
@@ -351,9 +358,7 @@ class ResponsesStreamChecker:
             self._finished = True
             if self.terminal is None:
                 if self._error_pending:
-                    self._violate(
-                        "error-without-failed", "the stream ends after an error event"
-                    )
+                    self._violate("error-without-failed", "the stream ends after an error event")
                     if "error-without-failed" in self.allow:
                         self.terminal = "failed"
                 else:
@@ -490,8 +495,10 @@ class ResponsesStreamChecker:
             self._violate("lifecycle", "terminal event without response.created")
         for item in self._items:
             if item.open:
-                self._violate("open-item", f"item {item.id!r} (output_index "
-                              f"{item.output_index}) is still open")
+                self._violate(
+                    "open-item",
+                    f"item {item.id!r} (output_index {item.output_index}) is still open",
+                )
         status = response.get("status")
         if status != terminal:
             self._violate("terminal-status", f"response.status {status!r} under {etype}")
@@ -504,8 +511,10 @@ class ResponsesStreamChecker:
                 self._violate("terminal-status", "error set under completed")
             for item in self._items:
                 if item.status == "incomplete":
-                    self._violate("incomplete-item", f"item {item.id!r} is incomplete under "
-                                  "response.completed")
+                    self._violate(
+                        "incomplete-item",
+                        f"item {item.id!r} is incomplete under response.completed",
+                    )
         elif terminal == "incomplete":
             reason = details.get("reason") if isinstance(details, Mapping) else None
             if not reason:
@@ -519,33 +528,43 @@ class ResponsesStreamChecker:
         usage = response.get("usage")
         if isinstance(usage, Mapping):
             self.usage = dict(usage)
-            total, inp, out = (usage.get(k) for k in ("total_tokens", "input_tokens",
-                                                      "output_tokens"))
+            total, inp, out = (
+                usage.get(k) for k in ("total_tokens", "input_tokens", "output_tokens")
+            )
             if not all(isinstance(v, int) for v in (total, inp, out)) or total != inp + out:
-                self._violate("usage-total", f"total_tokens {total!r} != input_tokens {inp!r} "
-                              f"+ output_tokens {out!r}")
+                self._violate(
+                    "usage-total",
+                    f"total_tokens {total!r} != input_tokens {inp!r} + output_tokens {out!r}",
+                )
         elif terminal != "failed":
             self._warn(f"no usage in {etype}")
         self._check_terminal_output(response.get("output"))
 
     def _check_terminal_output(self, output: Any) -> None:
         if not isinstance(output, list):
-            self._violate("terminal-output", f"response.output {type(output).__name__} is not "
-                          "a list")
+            self._violate(
+                "terminal-output", f"response.output {type(output).__name__} is not a list"
+            )
             return
         done = [it for it in self._items if not it.open]
         if len(output) != len(done):
             ids = [o.get("id") if isinstance(o, Mapping) else o for o in output]
-            self._violate("terminal-output", f"response.output has {len(output)} items {ids}, "
-                          f"stream has {len(done)} done items {[it.id for it in done]}")
-        for item, final in zip(done, output):
+            self._violate(
+                "terminal-output",
+                f"response.output has {len(output)} items {ids}, "
+                f"stream has {len(done)} done items {[it.id for it in done]}",
+            )
+        for item, final in zip(done, output):  # noqa: B905 (lengths checked above)
             if not isinstance(final, Mapping):
                 self._violate("terminal-output", f"output entry {final!r} is not an object")
                 continue
             self._compare_item(item, final, "terminal-output", "response.output")
             if final.get("status") != item.status:
-                self._violate("terminal-output", f"item {item.id!r} status "
-                              f"{final.get('status')!r} in response.output != {item.status!r}")
+                self._violate(
+                    "terminal-output",
+                    f"item {item.id!r} status "
+                    f"{final.get('status')!r} in response.output != {item.status!r}",
+                )
 
     # ------------------------------------------------------------------ items
 
@@ -566,8 +585,9 @@ class ResponsesStreamChecker:
         elif idx != len(self._items):
             self._violate("output-index", f"output_index {idx}, expected {len(self._items)}")
         if self._items and self._items[-1].status == "incomplete":
-            self._violate("incomplete-item", f"item added after incomplete item "
-                          f"{self._items[-1].id!r}")
+            self._violate(
+                "incomplete-item", f"item added after incomplete item {self._items[-1].id!r}"
+            )
         itype = item.get("type")
         iid = item.get("id")
         if not isinstance(iid, str) or not iid:
@@ -602,61 +622,71 @@ class ResponsesStreamChecker:
             return
         open_parts = [p for p in item.parts + item.summaries if not p.closed]
         if open_parts:
-            self._violate("part-order", f"item {item.id!r} done with {len(open_parts)} open "
-                          "part(s)")
+            self._violate(
+                "part-order", f"item {item.id!r} done with {len(open_parts)} open part(s)"
+            )
         if item.type == "function_call":
             self._check_call_fields(final)
             if item.args_done is None:
-                self._violate("part-order", "output_item.done before "
-                              "function_call_arguments.done")
+                self._violate("part-order", "output_item.done before function_call_arguments.done")
         status = final.get("status")
         if status in ("completed", "incomplete"):
             item.status = status
         elif status is None and item.type != "message":
             self._warn(f"{item.type} item {item.id!r} done without status")
         else:
-            self._violate("item-status", f"done item status {status!r}, expected completed or "
-                          "incomplete")
+            self._violate(
+                "item-status", f"done item status {status!r}, expected completed or incomplete"
+            )
         self._compare_item(item, final, "item-identity", "output_item.done")
         if item.type == "function_call" and status == "completed":
             try:
                 json.loads(final.get("arguments") or "")
             except (TypeError, ValueError):
-                self._violate("arguments-json", f"arguments {final.get('arguments')!r} of "
-                              "completed call are not valid JSON")
+                self._violate(
+                    "arguments-json",
+                    f"arguments {final.get('arguments')!r} of completed call are not valid JSON",
+                )
         item.open = False
 
     def _compare_item(self, item: _Item, final: Mapping[str, Any], rule: str, where: str) -> None:
         keys = ["type", "id"] + (["call_id", "name"] if item.type == "function_call" else [])
         for key in keys:
             if final.get(key) != item.added.get(key):
-                self._violate(rule, f"{where} item {key} {final.get(key)!r} != added "
-                              f"{item.added.get(key)!r}")
+                self._violate(
+                    rule, f"{where} item {key} {final.get(key)!r} != added {item.added.get(key)!r}"
+                )
         if item.type == "function_call":
             args = item.args_done if item.args_done is not None else "".join(item.args)
             if final.get("arguments") != args:
-                self._violate("arguments-mismatch", f"{where} arguments "
-                              f"{final.get('arguments')!r} != streamed {args!r}")
+                self._violate(
+                    "arguments-mismatch",
+                    f"{where} arguments {final.get('arguments')!r} != streamed {args!r}",
+                )
         elif item.type in _PART_KINDS:
             self._compare_texts(item.parts, final.get("content"), f"{where} content", item.id)
             if item.type == "reasoning":
-                self._compare_texts(item.summaries, final.get("summary"), f"{where} summary",
-                                    item.id)
+                self._compare_texts(
+                    item.summaries, final.get("summary"), f"{where} summary", item.id
+                )
 
     def _compare_texts(self, parts: list[_Part], entries: Any, where: str, item_id: str) -> None:
         entries = entries if isinstance(entries, list) else []
         if len(entries) != len(parts):
-            self._violate("text-mismatch", f"{where} of {item_id!r} has {len(entries)} "
-                          f"entries, stream has {len(parts)} parts")
-        for k, (part, entry) in enumerate(zip(parts, entries)):
+            self._violate(
+                "text-mismatch",
+                f"{where} of {item_id!r} has {len(entries)} entries, stream has {len(parts)} parts",
+            )
+        for k, (part, entry) in enumerate(zip(parts, entries)):  # noqa: B905
             text = _part_text(entry)
             kind = entry.get("type") if isinstance(entry, Mapping) else None
             if kind != part.kind and not (part.kind == "summary_text" and kind is None):
-                self._violate("part-kind", f"{where}[{k}] type {kind!r} != streamed "
-                              f"{part.kind!r}")
+                self._violate("part-kind", f"{where}[{k}] type {kind!r} != streamed {part.kind!r}")
             if text != part.text:
-                self._violate("text-mismatch", f"{where}[{k}] text {_short(text)} != streamed "
-                              f"{_short(part.text)}")
+                self._violate(
+                    "text-mismatch",
+                    f"{where}[{k}] text {_short(text)} != streamed {_short(part.text)}",
+                )
 
     def _on_other(self, event: Mapping[str, Any]) -> None:
         idx = event.get("output_index")
@@ -669,15 +699,18 @@ class ResponsesStreamChecker:
 
     # ------------------------------------------------------------------ content parts
 
-    def _slot(self, event: Mapping[str, Any], key: str, summary: bool) -> tuple[_Item, _Part] | None:
+    def _slot(
+        self, event: Mapping[str, Any], key: str, summary: bool
+    ) -> tuple[_Item, _Part] | None:
         item = self._item_ref(event)
         if item is None:
             return None
         parts = item.summaries if summary else item.parts
         k = event.get(key)
         if not parts or k != len(parts) - 1:
-            self._violate("content-index", f"{key} {k!r} is not the open part "
-                          f"(item has {len(parts)} part(s))")
+            self._violate(
+                "content-index", f"{key} {k!r} is not the open part (item has {len(parts)} part(s))"
+            )
             return None
         part = parts[-1]
         if part.closed:
@@ -696,8 +729,10 @@ class ResponsesStreamChecker:
         if item.parts and not item.parts[-1].closed:
             self._violate("part-order", "part added while the previous part is open")
         if event.get("content_index") != len(item.parts):
-            self._violate("content-index", f"content_index {event.get('content_index')!r}, "
-                          f"expected {len(item.parts)}")
+            self._violate(
+                "content-index",
+                f"content_index {event.get('content_index')!r}, expected {len(item.parts)}",
+            )
         if _part_text(part) != "":
             self._violate("part-text", f"added part text {_short(_part_text(part))} is not empty")
         item.parts.append(_Part(kind=str(kind)))
@@ -733,8 +768,9 @@ class ResponsesStreamChecker:
         if part.done_text is not None:
             self._violate("part-order", "second text done event for the part")
         if text != part.text:
-            self._violate("text-mismatch", f"done text {_short(text)} != joined deltas "
-                          f"{_short(part.text)}")
+            self._violate(
+                "text-mismatch", f"done text {_short(text)} != joined deltas {_short(part.text)}"
+            )
         part.done_text = text if isinstance(text, str) else ""
 
     def _part_done(self, part: _Part, done_part: Any) -> None:
@@ -745,8 +781,10 @@ class ResponsesStreamChecker:
             self._violate("part-kind", f"done part type {kind!r} != {part.kind!r}")
         text = _part_text(done_part)
         if text != part.text:
-            self._violate("text-mismatch", f"part.done text {_short(text)} != joined deltas "
-                          f"{_short(part.text)}")
+            self._violate(
+                "text-mismatch",
+                f"part.done text {_short(text)} != joined deltas {_short(part.text)}",
+            )
         part.closed = True
 
     def _on_part_done(self, event: Mapping[str, Any]) -> None:
@@ -772,8 +810,10 @@ class ResponsesStreamChecker:
         if item.summaries and not item.summaries[-1].closed:
             self._violate("part-order", "summary part added while the previous one is open")
         if event.get("summary_index") != len(item.summaries):
-            self._violate("content-index", f"summary_index {event.get('summary_index')!r}, "
-                          f"expected {len(item.summaries)}")
+            self._violate(
+                "content-index",
+                f"summary_index {event.get('summary_index')!r}, expected {len(item.summaries)}",
+            )
         if _part_text(event.get("part")) != "":
             self._violate("part-text", "added summary part text is not empty")
         item.summaries.append(_Part(kind="summary_text"))
@@ -825,8 +865,9 @@ class ResponsesStreamChecker:
         args = event.get("arguments")
         joined = "".join(item.args)
         if args != joined:
-            self._violate("arguments-mismatch", f"arguments {_short(args)} != joined deltas "
-                          f"{_short(joined)}")
+            self._violate(
+                "arguments-mismatch", f"arguments {_short(args)} != joined deltas {_short(joined)}"
+            )
         item.args_done = args if isinstance(args, str) else ""
 
 

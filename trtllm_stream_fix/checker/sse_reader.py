@@ -48,7 +48,7 @@ class SSELimitError(SSEProtocolError):
 
 @dataclass(frozen=True)
 class SSEEvent:
-    """One dispatched event.
+    r"""One dispatched event.
 
     ``event`` is the event type (``"message"`` when no ``event:`` field was sent), ``data``
     the data lines joined with ``"\\n"``, ``id`` the ``id:`` field of this event block, or

@@ -28,8 +28,17 @@ __all__ = [
 ]
 
 _META_KEYS = frozenset(
-    {"model_name", "model_version", "id", "parameters", "triton_final_response", "error",
-     "error_message", "outputs", "raw_output_contents"}
+    {
+        "model_name",
+        "model_version",
+        "id",
+        "parameters",
+        "triton_final_response",
+        "error",
+        "error_message",
+        "outputs",
+        "raw_output_contents",
+    }
 )
 
 
@@ -160,9 +169,9 @@ def parse_triton_response(response: Mapping[str, Any]) -> TritonResponse:
     return TritonResponse(
         request_id=str(rid) if rid not in (None, "") else None,
         final=final,
-        error=None if error in (None, "") else (
-            error.get("message", str(error)) if isinstance(error, Mapping) else str(error)
-        ),
+        error=None
+        if error in (None, "")
+        else (error.get("message", str(error)) if isinstance(error, Mapping) else str(error)),
         outputs=outputs,
         text=text,
     )
@@ -184,8 +193,10 @@ class TritonRequest:
         """Apply one response; an input the current state does not accept raises."""
         new_state = _TRANSITIONS.get((self.state, response.input))
         if new_state is None:
-            msg = (f"Invalid input {response.input.name} in state {self.state.name} for "
-                   f"request {self.request_id!r}")
+            msg = (
+                f"Invalid input {response.input.name} in state {self.state.name} for "
+                f"request {self.request_id!r}"
+            )
             raise InvalidTransition(msg)
         self.state = new_state
         self.responses += 1
@@ -320,18 +331,25 @@ class TritonStreamChecker:
         return parsed
 
     def finish(self, *, end_of_body: bool = False) -> TritonCheck:
-        """End of stream. ``end_of_body``: an HTTP generate_stream body ended cleanly, which
-        Triton does only after the final flag (a flag-only final sends no event)."""
+        """End of stream.
+
+        ``end_of_body``: an HTTP generate_stream body ended cleanly, which Triton does only
+        after the final flag (a flag-only final response sends no event).
+        """
         for req in self.requests.values():
             if req.done:
                 continue
             if end_of_body and len(self.requests) == 1:
                 req.end_of_body()
-                self.warnings.append(f"request {req.request_id!r} completed by the end of the "
-                                     "body (no final flag seen)")
+                self.warnings.append(
+                    f"request {req.request_id!r} completed by the end of the "
+                    "body (no final flag seen)"
+                )
             else:
-                self.violations.append(f"end of stream: [not-final] request {req.request_id!r} "
-                                       f"in state {req.state.name}")
+                self.violations.append(
+                    f"end of stream: [not-final] request {req.request_id!r} "
+                    f"in state {req.state.name}"
+                )
                 self.rules.append("not-final")
         return self.result()
 
