@@ -29,7 +29,7 @@ class ResponsesRequest(BaseModel):
     when the server enables it). ``metadata.scenario`` / ``metadata.seed`` work too.
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     model: str = Field(min_length=1)
     input: str | list[dict[str, Any]]
@@ -82,9 +82,10 @@ def parse_request(raw: bytes) -> ResponsesRequest:
         return ResponsesRequest.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        param = ".".join(str(p) for p in first["loc"]) or None
+        where = ".".join(str(p) for p in first["loc"])
+        param = str(first["loc"][0]) if first["loc"] else None
         raise RequestError(
-            400, f"invalid request: {param}: {first['msg']}", param=param, code="invalid_value"
+            400, f"invalid request: {where}: {first['msg']}", param=param, code="invalid_value"
         ) from None
 
 

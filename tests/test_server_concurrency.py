@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Many concurrent streams and client disconnects on the local server."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+
+from trtllm_stream_fix.checker.client import stream_responses
+from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
+
+
+@pytest.fixture(scope="module")
+def base_url():
+    # 2,000 tokens/s per stream keeps all 32 streams open at the same time.
+    app = create_app(EngineConfig(stream_interval=3, max_draft_tokens=2, tokens_per_second=2000))
+    with serve_in_thread(app) as url:
+        yield url
+
+
+def _texts(items: list[dict]) -> list[str]:
+    return [it["arguments"] if it["type"] == "function_call" else it["text"] for it in items]
+
+
+def _answer_texts(answer: dict) -> list[str]:
+    texts = []
+    for item in answer["output"]:
+        if item["type"] == "function_call":
+            texts.append(item["arguments"])
+        else:
+            texts.append("".join(part["text"] for part in item.get("content") or []))
+    return texts
+
+
+def test_32_concurrent_streams_are_valid_without_cross_talk(base_url):
+    bodies = [{"model": "gpt-oss-20b", "input": f"question number {i}"} for i in range(32)]
+    url = f"{base_url}/v1/responses"
+    peak = 0
+
+    async def watch(stop: asyncio.Event, client: httpx.AsyncClient):
+        nonlocal peak
+        while not stop.is_set():
+            peak = max(peak, (await client.get(f"{base_url}/health")).json()["active_streams"])
+            await asyncio.sleep(0.005)
+
+    async def run():
+        stop = asyncio.Event()
+        limits = httpx.Limits(max_connections=64)
+        async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+            watcher = asyncio.create_task(watch(stop, client))
+            records = await asyncio.gather(
+                *(stream_responses(client, url, b, idle_timeout=10, deadline=60) for b in bodies)
+            )
+            stop.set()
+            await watcher
+            answers = await asyncio.gather(*(client.post(url, json=b) for b in bodies))
+        return records, [a.json() for a in answers]
+
+    records, answers = asyncio.run(run())
+    assert all(r.ok for r in records), [(r.outcome, r.violations[:2]) for r in records if not r.ok]
+    assert len({r.request_id for r in records}) == 32
+    for record, answer in zip(records, answers):
+        # Each stream carries its own id on every lifecycle event and its own request's text.
+        assert _texts(record.items) == _answer_texts(answer)
+        assert all(
+            record.request_id in e["data"]
+            for e in record.events
+            if e["event"].startswith("response.") and '"response":' in e["data"]
+        )
+    assert len({tuple(_texts(r.items)) for r in records}) > 16
+    assert peak > 1
+
+
+def test_client_disconnect_frees_request_state():
+    app = create_app(EngineConfig(stream_interval=1, tokens_per_second=50))
+    with serve_in_thread(app) as url:
+        body = {
+            "model": "gpt-oss-20b",
+            "input": "x",
+            "scenario": "reasoning_answer",
+            "stream": True,
+        }
+        with httpx.Client(timeout=10) as client:
+            with client.stream("POST", f"{url}/v1/responses", json=body) as response:
+                chunks = response.iter_bytes()
+                next(chunks)
+                next(chunks)
+                assert client.get(f"{url}/health").json()["active_streams"] == 1
+            # leaving the block closes the connection mid-stream
+            deadline = time.monotonic() + 5
+            while client.get(f"{url}/health").json()["active_streams"] and (
+                time.monotonic() < deadline
+            ):
+                time.sleep(0.02)
+            health = client.get(f"{url}/health").json()
+    assert health["active_streams"] == 0
+    assert health["total_streams"] == 1
