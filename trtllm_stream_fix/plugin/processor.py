@@ -90,10 +90,13 @@ class FixedResponsesStreamingProcessor(_UpstreamProcessor):
             finished=done,
             finish_reason=output.finish_reason if done else None,
         )
-        if machine.finished:
+        if machine.finished and done:
             # The terminal event goes out from get_final_response*, as upstream's does.
             cut = next((i for i, e in enumerate(events) if e.type in TERMINAL_TYPES), len(events))
             events, self._fix_terminal = events[:cut], events[cut:]
+        elif machine.finished:
+            # Failed before the engine finished: end the stream now; nothing follows.
+            self._fix_machine, self._fix_closed = None, True
         return [self._fix_send(event) for event in events]
 
     def get_final_response_non_store(self, final_res: Any, *args: Any, **kwargs: Any) -> str:
