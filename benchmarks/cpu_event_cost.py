@@ -13,7 +13,9 @@ tokens are replayed in engine responses of ``stream_interval`` tokens through:
   TensorRT-LLM source tree whose ``tensorrt_llm.serve`` imports on this host.
 
 Every implementation runs once as a warm-up, then ``--runs`` times interleaved with the
-others; the median is reported as µs per output token and as a ratio to the floor.
+others; each run is timed in CPU time of the running thread (so time the scheduler gives to
+other processes on a busy host does not count), and the median is reported as µs per output
+token and as a ratio to the floor measured in the same invocation.
 
     python benchmarks/cpu_event_cost.py            # full run, results in benchmarks/results/
     python benchmarks/cpu_event_cost.py --quick --json
@@ -22,6 +24,7 @@ others; the median is reported as µs per output token and as a ratio to the flo
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -226,7 +229,7 @@ def upstream_impl(enc: Any) -> Replay | str:
 def plugin_impl(enc: Any) -> Replay | str:
     from _processor import processor_replay
 
-    return processor_replay("plugin", enc)
+    return processor_replay("plugin", enc, source_dir=os.environ.get("TRTLLM_SOURCE_DIR"))
 
 
 def upstream_real_impl(enc: Any) -> Replay | str:
@@ -251,9 +254,13 @@ IMPLS: dict[str, Callable[[Any], Replay | str]] = {
 
 
 def _time(run: Replay, batches: list[tuple[list[int], bool]]) -> float:
-    start = time.perf_counter_ns()
+    prepare = getattr(run, "prepare", None)
+    if prepare is not None:
+        prepare()
+    gc.collect()
+    start = time.thread_time_ns()
     run(batches)
-    return (time.perf_counter_ns() - start) / 1e3
+    return (time.thread_time_ns() - start) / 1e3
 
 
 def measure(
@@ -277,7 +284,7 @@ def measure(
             batches = engine_batches(tokens, interval)
             samples: dict[str, list[float]] = {name: [] for name in replays}
             for name, run in replays.items():
-                run(batches)  # warm-up
+                _time(run, batches)  # warm-up
             for _ in range(runs):
                 for name, run in replays.items():
                     samples[name].append(_time(run, batches))

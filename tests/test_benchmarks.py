@@ -99,3 +99,62 @@ def test_serve_load_reports_broken_streams_first(tmp_path: Path) -> None:
     assert proc.returncode == 1
     first_line = proc.stdout.splitlines()[0]
     assert "INVALID" in first_line
+
+
+def test_gpu_dry_run_plans_every_interval_with_valid_yaml(tmp_path: Path) -> None:
+    yaml = pytest.importorskip("yaml", reason="PyYAML is needed to read the generated YAML")
+    proc = run_script(
+        "gpu_stream_interval.py",
+        "--dry-run",
+        "--json",
+        "--workdir",
+        str(tmp_path),
+        "--model",
+        "openai/gpt-oss-120b",
+        "--",
+        "--tp_size",
+        "8",
+    )
+    assert proc.returncode == 0, proc.stderr
+    runs = json.loads(proc.stdout)["runs"]
+    assert sorted({(r["stream_interval"], r["variant"]) for r in runs}) == sorted(
+        (si, v) for si in (1, 2, 5, 10, 20, 40) for v in ("fix", "upstream")
+    )
+    assert not list(tmp_path.iterdir())  # a dry run writes nothing
+    for run in runs:
+        config = yaml.safe_load(run["yaml"])
+        assert config["stream_interval"] == run["stream_interval"]
+        assert config["num_postprocess_workers"] == 4
+        command = run["command"]
+        assert command[command.index("--extra_llm_api_options") + 1] == run["yaml_path"]
+        assert command[-2:] == ["--tp_size", "8"] and "openai/gpt-oss-120b" in command
+        if run["variant"] == "fix":
+            assert command[:4] == ["trtllm-stream-fix", "serve", "--engine", "trtllm"]
+            assert run["env"]["TRTLLM_STREAM_FIX"] == "require"
+        else:
+            assert command[0] == "trtllm-serve" and run["env"]["TRTLLM_STREAM_FIX"] == "0"
+
+    text = run_script("gpu_stream_interval.py", "--dry-run", "--workdir", str(tmp_path))
+    assert text.returncode == 0, text.stderr
+    for interval in (1, 2, 5, 10, 20, 40):
+        assert f"stream_interval {interval}, fix" in text.stdout
+        assert f"stream_interval {interval}, upstream" in text.stdout
+        assert f"stream_interval: {interval}\n" in text.stdout
+
+
+def test_example_configs_are_valid_gpt_oss_yaml() -> None:
+    yaml = pytest.importorskip("yaml", reason="PyYAML is needed to read the configs")
+    configs = sorted((ROOT / "examples" / "configs").glob("*.yaml"))
+    names = {path.stem for path in configs}
+    assert {
+        "gpt-oss-20b-latency",
+        "gpt-oss-20b-throughput",
+        "gpt-oss-120b-latency",
+        "gpt-oss-120b-throughput",
+    } <= names
+    for path in configs:
+        config = yaml.safe_load(path.read_text())
+        assert config["stream_interval"] == 20, path.name
+        assert config["num_postprocess_workers"] == 4, path.name
+        graphs = config["cuda_graph_config"]["max_batch_size"]
+        assert graphs == config["max_batch_size"], path.name
