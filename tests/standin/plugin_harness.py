@@ -80,3 +80,52 @@ def comparable(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if isinstance(response, dict):
             response.pop("created_at", None)
     return out
+
+
+def new_processor(cls: Any = None, **request_fields: Any) -> Any:
+    """A processor built exactly as the server builds one (``cls`` default: the bound name)."""
+    from tensorrt_llm.serve import openai_server
+    from tensorrt_llm.serve.openai_protocol import ResponsesRequest
+
+    request = ResponsesRequest(input="hi", stream=True, store=False, **request_fields)
+    sampling = request.to_sampling_params(default_sampling_params={"stop_token_ids": [200002,
+                                                                                      200012]})
+    cls = cls or openai_server.ResponsesStreamingProcessor
+    return cls(request=request, sampling_params=sampling, model_name="gpt-oss-20b",
+               create_time=1, use_harmony=True, reasoning_parser="gpt_oss")
+
+
+def drive(processor: Any, output: Any, split: Any) -> list[str]:
+    """Run ``responses_api_streaming_post_processor`` per engine response, as a worker does."""
+    from tensorrt_llm.executor import GenerationResult
+    from tensorrt_llm.serve.postprocess_handlers import (ResponsesAPIPostprocArgs,
+                                                         responses_api_streaming_post_processor)
+
+    from trtllm_stream_fix.synthetic import engine_responses
+
+    args = ResponsesAPIPostprocArgs(model="gpt-oss-20b", request=processor.request,
+                                    sampling_params=processor.sampling_params, use_harmony=True,
+                                    streaming_processor=processor, num_prompt_tokens=3)
+    res = GenerationResult(1, processor.sampling_params, [1, 2, 3])
+    frames: list[str] = []
+    for response in engine_responses(dataclasses.replace(output, stop_token_trimmed=False),
+                                     split):
+        res._handle_sequence(list(response.token_ids_diff), done=response.finished,
+                             finish_reason=response.finish_reason)
+        frames += responses_api_streaming_post_processor(res, args)
+    return frames
+
+
+WORKER_CODE = """
+import json, pickle, sys
+import tensorrt_llm.serve.openai_server
+import plugin_harness
+from trtllm_stream_fix.plugin.installer import is_active
+from trtllm_stream_fix.plugin.bootstrap import hook_enabled
+from trtllm_stream_fix.synthetic import named_output
+active, hook = is_active(), hook_enabled()
+processor = pickle.loads(bytes.fromhex(sys.argv[1]))
+frames = plugin_harness.drive(processor, named_output(sys.argv[2]), int(sys.argv[3]))
+print("RESULT " + json.dumps({"active": active, "hook": hook, "frames": frames,
+                              "class": type(processor).__module__}))
+"""

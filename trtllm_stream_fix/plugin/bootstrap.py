@@ -56,8 +56,18 @@ class _Loader(importlib.abc.Loader):
 
     def exec_module(self, module: Any) -> None:
         self._loader.exec_module(module)
-        if hook_enabled():
+        if not hook_enabled():
+            return
+        # The body has run; importlib clears ``_initializing`` only after we return.
+        spec = getattr(module, "__spec__", None)
+        initializing = getattr(spec, "_initializing", False)
+        if spec is not None:
+            spec._initializing = False
+        try:
             on_loaded(self._name)
+        finally:
+            if spec is not None:
+                spec._initializing = initializing
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self._loader, attr)
