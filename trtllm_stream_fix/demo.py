@@ -58,7 +58,7 @@ DEMO_REQUESTS: tuple[DemoRequest, ...] = (
     DemoRequest("reasoning + answer", "reasoning_answer"),
     DemoRequest("preamble + tool call", "preamble_tool_call"),
     DemoRequest("preamble + answer", "preamble_answer"),
-    DemoRequest("tool call on analysis", "analysis_tool_call"),
+    DemoRequest("analysis tool call", "analysis_tool_call"),
     DemoRequest("length cut", "length_cut"),
     DemoRequest("max_output_tokens=30", "reasoning_answer", max_output_tokens=30),
     DemoRequest("emoji + CJK", "multibyte_emoji"),
