@@ -16,15 +16,15 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "standin"))
-import plugin_harness  # noqa: E402
+import plugin_harness
 
 plugin_harness.use_standin()
 
-from tensorrt_llm.serve import openai_server, responses_utils  # noqa: E402
+from tensorrt_llm.serve import openai_server, responses_utils
 
-from trtllm_stream_fix.plugin import installer as install_mod  # noqa: E402
-from trtllm_stream_fix.plugin import targets  # noqa: E402
-from trtllm_stream_fix.plugin.installer import StreamFixInstallError, install, uninstall  # noqa: E402
+from trtllm_stream_fix.plugin import installer as install_mod
+from trtllm_stream_fix.plugin import targets
+from trtllm_stream_fix.plugin.installer import StreamFixInstallError, install, uninstall
 
 pytestmark = pytest.mark.cpu_only
 
@@ -97,8 +97,9 @@ def test_shape_mismatch_refuses_the_patch_set_and_logs_one_clear_line(monkeypatc
     def process_single_output(self, res, finished):  # an upstream that changed shape
         return []
 
-    monkeypatch.setattr(responses_utils.ResponsesStreamingProcessor, "process_single_output",
-                        process_single_output)
+    monkeypatch.setattr(
+        responses_utils.ResponsesStreamingProcessor, "process_single_output", process_single_output
+    )
     before = _snapshot()
     with caplog.at_level(logging.WARNING, logger="trtllm_stream_fix.plugin"):
         report = install()
@@ -119,7 +120,8 @@ def test_missing_target_is_refused(monkeypatch):
     report = install()
     statuses = {o.target: o.status for o in report.outcomes}
     assert statuses["tensorrt_llm.serve.responses_utils._create_output_content_harmony"] == (
-        "refused")
+        "refused"
+    )
     assert "no attribute" in report.failed[0].detail
 
 

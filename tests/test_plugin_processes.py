@@ -21,16 +21,16 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "standin"))
-import plugin_harness as harness  # noqa: E402
+import plugin_harness as harness
 
 harness.use_standin()
 
-from tensorrt_llm.serve import openai_server  # noqa: E402
+from tensorrt_llm.serve import openai_server
 
-from trtllm_stream_fix.plugin import bootstrap, pth  # noqa: E402
-from trtllm_stream_fix.plugin.doctor import doctor_report  # noqa: E402
-from trtllm_stream_fix.plugin.installer import install, is_active, uninstall  # noqa: E402
-from trtllm_stream_fix.synthetic import named_output  # noqa: E402
+from trtllm_stream_fix.plugin import bootstrap, pth
+from trtllm_stream_fix.plugin.doctor import doctor_report
+from trtllm_stream_fix.plugin.installer import install, is_active, uninstall
+from trtllm_stream_fix.synthetic import named_output
 
 pytestmark = pytest.mark.cpu_only
 
@@ -68,23 +68,35 @@ def _shipped() -> bytes:
 
 def _expected(shipped: bytes, split: int = 20) -> list[dict]:
     """The client-visible body events of the scenario, driven in this process."""
-    return harness.comparable(harness.frames_to_events(
-        harness.drive(pickle.loads(shipped), named_output(SCENARIO), split)))
+    return harness.comparable(
+        harness.frames_to_events(
+            harness.drive(pickle.loads(shipped), named_output(SCENARIO), split)
+        )
+    )
 
 
 def _tool() -> dict:
-    return {"type": "function", "name": "get_weather", "description": "weather",
-            "parameters": {"type": "object", "properties": {"location": {"type": "string"}}}}
+    return {
+        "type": "function",
+        "name": "get_weather",
+        "description": "weather",
+        "parameters": {"type": "object", "properties": {"location": {"type": "string"}}},
+    }
 
 
 def _spawn(prelude: str, env: dict[str, str], shipped: bytes, split: int = 20) -> dict:
     proc = subprocess.run(
-        [sys.executable, "-c", prelude + harness.WORKER_CODE, shipped.hex(), SCENARIO,
-         str(split)],
-        capture_output=True, text=True, env=env, cwd=str(harness.STANDIN_DIR), timeout=120)
+        [sys.executable, "-c", prelude + harness.WORKER_CODE, shipped.hex(), SCENARIO, str(split)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(harness.STANDIN_DIR),
+        timeout=120,
+        check=False,
+    )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, proc.stderr[-2000:]
-    return json.loads(lines[0][len("RESULT "):])
+    return json.loads(lines[0][len("RESULT ") :])
 
 
 def test_packaged_pth_file_holds_the_current_hook_line():
@@ -135,8 +147,9 @@ def test_forked_child_inherits_the_patch(fixed):
 
 
 def test_doctor_tells_a_worker_with_the_hook_from_one_without(fixed, site_dir):
-    with_hook = doctor_report(prelude=f"import site; site.addsitedir({str(site_dir)!r})\n",
-                              env=_env())
+    with_hook = doctor_report(
+        prelude=f"import site; site.addsitedir({str(site_dir)!r})\n", env=_env()
+    )
     assert with_hook.active_here and with_hook.worker["active"] and with_hook.ok
     assert all(c.status == "ok" for c in with_hook.checks)
     text = with_hook.to_text()

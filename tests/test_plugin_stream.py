@@ -17,17 +17,17 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "standin"))
-import plugin_harness as harness  # noqa: E402
+import plugin_harness as harness
 
 harness.use_standin()
 
-from tensorrt_llm.executor import GenerationResult  # noqa: E402
-from tensorrt_llm.serve import openai_server, responses_utils  # noqa: E402
-from tensorrt_llm.serve.openai_protocol import ResponsesRequest  # noqa: E402
+from tensorrt_llm.executor import GenerationResult
+from tensorrt_llm.serve import openai_server, responses_utils
+from tensorrt_llm.serve.openai_protocol import ResponsesRequest
 
-from trtllm_stream_fix.plugin.installer import install, uninstall  # noqa: E402
-from trtllm_stream_fix.sdk_oracle import sdk_accumulate  # noqa: E402
-from trtllm_stream_fix.synthetic import generate_outputs, named_output  # noqa: E402
+from trtllm_stream_fix.plugin.installer import install, uninstall
+from trtllm_stream_fix.sdk_oracle import sdk_accumulate
+from trtllm_stream_fix.synthetic import generate_outputs, named_output
 
 pytestmark = pytest.mark.cpu_only
 
@@ -63,8 +63,7 @@ def test_one_and_twenty_tokens_per_response_give_the_same_client_events(fixed, c
         assert harness.comparable(one) == harness.comparable(twenty), output.seed
         for events in (one, twenty):
             _check_with_sdk(events, output.seed)
-        assert one[-1]["type"] in ("response.completed", "response.incomplete",
-                                   "response.failed")
+        assert one[-1]["type"] in ("response.completed", "response.incomplete", "response.failed")
 
 
 def test_postproc_workers_give_the_same_client_events(fixed):
@@ -111,8 +110,12 @@ def test_final_response_ids_match_the_streamed_items(fixed, name):
 
 
 def _weather_tool() -> dict:
-    return {"type": "function", "name": "get_weather", "description": "weather",
-            "parameters": {"type": "object", "properties": {"location": {"type": "string"}}}}
+    return {
+        "type": "function",
+        "name": "get_weather",
+        "description": "weather",
+        "parameters": {"type": "object", "properties": {"location": {"type": "string"}}},
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -175,16 +178,25 @@ def _text(item: dict) -> str:
 
 def _prompt(input_items) -> list[int]:
     request = ResponsesRequest(input=input_items, stream=True, store=False)
-    tokens, _ = asyncio.run(responses_utils.request_preprocess(
-        request, None, responses_utils.ConversationHistoryStore(), False, True))
+    tokens, _ = asyncio.run(
+        responses_utils.request_preprocess(
+            request, None, responses_utils.ConversationHistoryStore(), False, True
+        )
+    )
     return tokens
 
 
 def _preamble_turn(text: str) -> list[dict]:
     return [
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
-        {"type": "message", "role": "assistant", "phase": "commentary", "status": "completed",
-         "id": "msg_1", "content": [{"type": "output_text", "text": text, "annotations": []}]},
+        {
+            "type": "message",
+            "role": "assistant",
+            "phase": "commentary",
+            "status": "completed",
+            "id": "msg_1",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        },
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
     ]
 

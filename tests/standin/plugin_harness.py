@@ -36,8 +36,11 @@ def engine_for(output: Any, split: Any):
     async def engine(prompt: list[int], sampling_params: Any):
         res = GenerationResult(1, sampling_params, prompt)
         for response in engine_responses(untrimmed, split):
-            res._handle_sequence(list(response.token_ids_diff), done=response.finished,
-                                 finish_reason=response.finish_reason)
+            res._handle_sequence(
+                list(response.token_ids_diff),
+                done=response.finished,
+                finish_reason=response.finish_reason,
+            )
             yield res
 
     return engine
@@ -48,20 +51,20 @@ def frames_to_events(frames: list[str]) -> list[dict[str, Any]]:
     for frame in frames:
         for line in frame.splitlines():
             if line.startswith("data: "):
-                events.append(json.loads(line[len("data: "):]))
+                events.append(json.loads(line[len("data: ") :]))
     return events
 
 
-def stream(output: Any, split: Any, *, request: Any = None, workers: int = 0,
-           **request_fields: Any) -> list[dict[str, Any]]:
+def stream(
+    output: Any, split: Any, *, request: Any = None, workers: int = 0, **request_fields: Any
+) -> list[dict[str, Any]]:
     """The event dicts a client receives for ``output`` streamed with ``split``."""
     from tensorrt_llm.serve import openai_server
     from tensorrt_llm.serve.openai_protocol import ResponsesRequest
 
     if request is None:
         request = ResponsesRequest(input="hi", stream=True, store=False, **request_fields)
-    server = openai_server.OpenAIServer(engine_for(output, split),
-                                        num_postprocess_workers=workers)
+    server = openai_server.OpenAIServer(engine_for(output, split), num_postprocess_workers=workers)
 
     async def run() -> list[str]:
         generator = await server.openai_responses(request)
@@ -88,30 +91,46 @@ def new_processor(cls: Any = None, **request_fields: Any) -> Any:
     from tensorrt_llm.serve.openai_protocol import ResponsesRequest
 
     request = ResponsesRequest(input="hi", stream=True, store=False, **request_fields)
-    sampling = request.to_sampling_params(default_sampling_params={"stop_token_ids": [200002,
-                                                                                      200012]})
+    sampling = request.to_sampling_params(
+        default_sampling_params={"stop_token_ids": [200002, 200012]}
+    )
     cls = cls or openai_server.ResponsesStreamingProcessor
-    return cls(request=request, sampling_params=sampling, model_name="gpt-oss-20b",
-               create_time=1, use_harmony=True, reasoning_parser="gpt_oss")
+    return cls(
+        request=request,
+        sampling_params=sampling,
+        model_name="gpt-oss-20b",
+        create_time=1,
+        use_harmony=True,
+        reasoning_parser="gpt_oss",
+    )
 
 
 def drive(processor: Any, output: Any, split: Any) -> list[str]:
     """Run ``responses_api_streaming_post_processor`` per engine response, as a worker does."""
     from tensorrt_llm.executor import GenerationResult
-    from tensorrt_llm.serve.postprocess_handlers import (ResponsesAPIPostprocArgs,
-                                                         responses_api_streaming_post_processor)
+    from tensorrt_llm.serve.postprocess_handlers import (
+        ResponsesAPIPostprocArgs,
+        responses_api_streaming_post_processor,
+    )
 
     from trtllm_stream_fix.synthetic import engine_responses
 
-    args = ResponsesAPIPostprocArgs(model="gpt-oss-20b", request=processor.request,
-                                    sampling_params=processor.sampling_params, use_harmony=True,
-                                    streaming_processor=processor, num_prompt_tokens=3)
+    args = ResponsesAPIPostprocArgs(
+        model="gpt-oss-20b",
+        request=processor.request,
+        sampling_params=processor.sampling_params,
+        use_harmony=True,
+        streaming_processor=processor,
+        num_prompt_tokens=3,
+    )
     res = GenerationResult(1, processor.sampling_params, [1, 2, 3])
     frames: list[str] = []
-    for response in engine_responses(dataclasses.replace(output, stop_token_trimmed=False),
-                                     split):
-        res._handle_sequence(list(response.token_ids_diff), done=response.finished,
-                             finish_reason=response.finish_reason)
+    for response in engine_responses(dataclasses.replace(output, stop_token_trimmed=False), split):
+        res._handle_sequence(
+            list(response.token_ids_diff),
+            done=response.finished,
+            finish_reason=response.finish_reason,
+        )
         frames += responses_api_streaming_post_processor(res, args)
     return frames
 

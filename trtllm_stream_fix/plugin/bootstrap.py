@@ -40,8 +40,10 @@ def on_loaded(name: str) -> None:
     except Exception as exc:
         if _mode() == "require":
             raise
-        sys.stderr.write(f"[trtllm-stream-fix] not installed after importing {name}: "
-                         f"{type(exc).__name__}: {exc}\n")
+        sys.stderr.write(
+            f"[trtllm-stream-fix] not installed after importing {name}: "
+            f"{type(exc).__name__}: {exc}\n"
+        )
 
 
 class _Loader(importlib.abc.Loader):

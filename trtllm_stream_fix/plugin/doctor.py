@@ -13,6 +13,7 @@ import argparse
 import importlib.metadata
 import importlib.util
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -21,6 +22,8 @@ from dataclasses import dataclass, field
 from . import ledger, targets
 from .installer import ENV, mode_from_env
 from .pth import installed_pth_paths
+
+logger = logging.getLogger("trtllm_stream_fix.plugin")
 
 DISTRIBUTIONS = {
     "tensorrt_llm": ("tensorrt_llm", "tensorrt-llm"),
@@ -92,23 +95,34 @@ def _version(names: tuple[str, ...]) -> str:
     return "not installed"
 
 
-def worker_check(python: str = sys.executable, prelude: str = "",
-                 env: dict[str, str] | None = None, timeout: float = 120.0) -> dict[str, object]:
+def worker_check(
+    python: str = sys.executable,
+    prelude: str = "",
+    env: dict[str, str] | None = None,
+    timeout: float = 120.0,
+) -> dict[str, object]:
     """Ask a fresh ``python -c`` interpreter whether the fix is active there."""
     try:
-        proc = subprocess.run([python, "-c", prelude + CHILD_CODE], capture_output=True,
-                              text=True, timeout=timeout, env=env)
+        proc = subprocess.run(
+            [python, "-c", prelude + CHILD_CODE],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"active": False, "hook": False, "error": f"{type(exc).__name__}: {exc}"}
     for line in proc.stdout.splitlines():
         if line.startswith("DOCTOR "):
-            return json.loads(line[len("DOCTOR "):])
+            return json.loads(line[len("DOCTOR ") :])
     tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
     return {"active": False, "hook": False, "error": f"exit {proc.returncode}: {tail}"}
 
 
-def doctor_report(*, spawn: bool = True, prelude: str = "",
-                  env: dict[str, str] | None = None) -> DoctorReport:
+def doctor_report(
+    *, spawn: bool = True, prelude: str = "", env: dict[str, str] | None = None
+) -> DoctorReport:
     """Build the report; imports the patch targets' modules (which installs the fix)."""
     from .bootstrap import hook_enabled, register
     from .installer import install, is_active
@@ -118,14 +132,14 @@ def doctor_report(*, spawn: bool = True, prelude: str = "",
         register()
     importable = True
     try:
-        import tensorrt_llm.serve.responses_utils  # noqa: F401
+        import tensorrt_llm.serve.responses_utils
     except Exception:  # noqa: BLE001 - reported, not raised
         importable = False
     if importable:
         try:
             import tensorrt_llm.serve.openai_server  # noqa: F401
-        except Exception:  # noqa: BLE001 - heavy; its binding shows as not loaded
-            pass
+        except Exception as exc:  # noqa: BLE001 - its binding then shows as not loaded
+            logger.info("tensorrt_llm.serve.openai_server not importable: %s", exc)
         if mode != "off":
             install(mode="on")
     report = DoctorReport(
@@ -152,12 +166,21 @@ def doctor_main(argv: list[str] | None = None) -> int:
     report = doctor_report(spawn=not args.no_spawn)
     if args.json:
         data = {
-            "versions": report.versions, "mode": report.mode, "pth_files": report.pth_files,
+            "versions": report.versions,
+            "mode": report.mode,
+            "pth_files": report.pth_files,
             "hook_registered": report.hook_registered,
-            "targets": {c.target.dotted: {"status": c.status, "found": c.found,
-                                          "expected": c.target.expected()}
-                        for c in report.checks},
-            "active_here": report.active_here, "worker": report.worker, "ok": report.ok,
+            "targets": {
+                c.target.dotted: {
+                    "status": c.status,
+                    "found": c.found,
+                    "expected": c.target.expected(),
+                }
+                for c in report.checks
+            },
+            "active_here": report.active_here,
+            "worker": report.worker,
+            "ok": report.ok,
         }
         print(json.dumps(data, indent=2))
     else:

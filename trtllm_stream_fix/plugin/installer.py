@@ -19,8 +19,9 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from . import ledger, targets
 from .targets import OPENAI_SERVER, RESPONSES_UTILS, Target
@@ -29,8 +30,9 @@ logger = logging.getLogger("trtllm_stream_fix.plugin")
 
 ENV = "TRTLLM_STREAM_FIX"
 Mode = Literal["on", "off", "require"]
-Status = Literal["patched", "already", "not-loaded", "refused", "error", "disabled", "restored",
-                 "left"]
+Status = Literal[
+    "patched", "already", "not-loaded", "refused", "error", "disabled", "restored", "left"
+]
 _OFF = frozenset(("0", "off", "false", "no", "disable", "disabled"))
 
 
@@ -56,8 +58,9 @@ class Report:
 
     def describe(self) -> str:
         lines = [f"mode: {self.mode}"]
-        lines += [f"  {o.target}: {o.status}{' - ' + o.detail if o.detail else ''}"
-                  for o in self.outcomes]
+        lines += [
+            f"  {o.target}: {o.status}{' - ' + o.detail if o.detail else ''}" for o in self.outcomes
+        ]
         return "\n".join(lines)
 
 
@@ -177,11 +180,18 @@ def _install_set(patch_set: _PatchSet) -> list[Outcome]:
         for c in bad:
             logger.warning(
                 "not patching %s (patch set %r): %s; expected %s, found %s; upstream left "
-                "untouched", c.target.dotted, patch_set.name, c.status, c.target.expected(),
-                c.found)
+                "untouched",
+                c.target.dotted,
+                patch_set.name,
+                c.status,
+                c.target.expected(),
+                c.found,
+            )
         detail = "; ".join(c.describe() for c in bad)
-        return [Outcome(b.dotted, "refused", detail) if b in pending else Outcome(b.dotted, "already")
-                for b in patch_set.bindings]
+        return [
+            Outcome(b.dotted, "refused", detail) if b in pending else Outcome(b.dotted, "already")
+            for b in patch_set.bindings
+        ]
     outcomes = []
     for binding in patch_set.bindings:
         if binding.dotted in _applied:
@@ -193,7 +203,7 @@ def _install_set(patch_set: _PatchSet) -> list[Outcome]:
             continue
         try:
             outcomes.append(_apply(module, binding))
-        except Exception as exc:  # noqa: BLE001 - reported (fatal under require)
+        except Exception as exc:
             logger.exception("could not patch %s", binding.dotted)
             outcomes.append(Outcome(binding.dotted, "error", f"{type(exc).__name__}: {exc}"))
     return outcomes
@@ -203,8 +213,11 @@ def _apply(module: Any, binding: _Binding) -> Outcome:
     current = module.__dict__[binding.attr]
     if getattr(current, "__trtllm_stream_fix__", False):
         # Bound to ours through an import of an already patched name (openai_server).
-        original = targets.upstream_class(current) if isinstance(current, type) else (
-            targets.unwrap(current))
+        original = (
+            targets.upstream_class(current)
+            if isinstance(current, type)
+            else (targets.unwrap(current))
+        )
         _applied[binding.dotted] = _Applied(binding, original, current)
         return Outcome(binding.dotted, "already", "bound at import")
     replacement = binding.replacement(current)
@@ -233,11 +246,14 @@ def uninstall() -> Report:
 def is_active() -> bool:
     """Whether the streaming fix is in place in this interpreter."""
     with _lock:
-        return all(
-            f"{b.module}.{b.attr}" in _applied
-            for b in PATCH_SETS[0].bindings
-            if targets.loaded_module(b.module) is not None
-        ) and f"{RESPONSES_UTILS}.ResponsesStreamingProcessor" in _applied
+        return (
+            all(
+                f"{b.module}.{b.attr}" in _applied
+                for b in PATCH_SETS[0].bindings
+                if targets.loaded_module(b.module) is not None
+            )
+            and f"{RESPONSES_UTILS}.ResponsesStreamingProcessor" in _applied
+        )
 
 
 def applied_targets() -> list[str]:

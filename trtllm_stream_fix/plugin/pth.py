@@ -67,3 +67,21 @@ def remove_pth(site_dir: str | Path | None = None) -> bool:
         return False
     path.unlink()
     return True
+
+
+def pth_main(argv: list[str] | None = None) -> int:
+    """``trtllm-stream-fix plugin {install-pth,remove-pth,show-pth} [--site-dir DIR]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="trtllm-stream-fix plugin")
+    parser.add_argument("action", choices=("install-pth", "remove-pth", "show-pth"))
+    parser.add_argument("--site-dir", default=None, help="default: this interpreter's purelib")
+    args = parser.parse_args(argv)
+    if args.action == "install-pth":
+        print(f"wrote {install_pth(args.site_dir)}")
+    elif args.action == "remove-pth":
+        removed = remove_pth(args.site_dir)
+        print("removed" if removed else "no .pth file found")
+    else:
+        print("\n".join(str(p) for p in installed_pth_paths()) or "no .pth file found")
+    return 0

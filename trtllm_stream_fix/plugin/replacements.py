@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import logging
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..config import StreamConfig
 from ..context import ResponseContext
@@ -38,8 +39,11 @@ def harmony_messages(token_ids: list[int]) -> list[Any]:
         return []
 
 
+DEFAULT_CONFIG = StreamConfig()
+
+
 def create_output_content_harmony(
-    original: Callable[..., Any], config: StreamConfig = StreamConfig()
+    original: Callable[..., Any], config: StreamConfig = DEFAULT_CONFIG
 ) -> Callable[..., Any]:
     """``_create_output_content_harmony(final_res) -> (items, messages)`` built by our mapper."""
 

@@ -3,15 +3,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 
 @dataclass(kw_only=True)
 class PostprocArgs:
     first_iteration: bool = True
-    num_prompt_tokens: Optional[int] = None
-    tokenizer: Optional[Any] = None
+    num_prompt_tokens: int | None = None
+    tokenizer: Any | None = None
 
 
 @dataclass(kw_only=True)

@@ -8,8 +8,9 @@ stop-word finish trims the stop token unless ``include_stop_str_in_output``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence
+from typing import Any
 
 from ..sampling_params import SamplingParams
 
@@ -18,9 +19,9 @@ from ..sampling_params import SamplingParams
 class CompletionOutput:
     index: int
     text: str = ""
-    token_ids: List[int] = field(default_factory=list)
-    finish_reason: Optional[str] = None
-    stop_reason: Optional[int | str] = None
+    token_ids: list[int] = field(default_factory=list)
+    finish_reason: str | None = None
+    stop_reason: int | str | None = None
     _last_text_len: int = field(default=0, init=False, repr=False)
     _last_token_ids_len: int = field(default=0, init=False, repr=False)
     _postprocess_result: Any = None
@@ -34,7 +35,7 @@ class CompletionOutput:
         return self.text[self._last_text_len:]
 
     @property
-    def token_ids_diff(self) -> List[int]:
+    def token_ids_diff(self) -> list[int]:
         return self.token_ids[self._last_token_ids_len:]
 
 
@@ -42,7 +43,7 @@ class GenerationResult:
     """One request's result, updated in place by every engine response."""
 
     def __init__(self, id: int, sampling_params: SamplingParams,
-                 prompt_token_ids: Optional[List[int]] = None) -> None:
+                 prompt_token_ids: list[int] | None = None) -> None:
         self.id = id
         self.sampling_params = sampling_params
         self.prompt_token_ids = list(prompt_token_ids or [])
@@ -50,7 +51,7 @@ class GenerationResult:
         self._outputs = [CompletionOutput(0)]
 
     @property
-    def outputs(self) -> List[CompletionOutput]:
+    def outputs(self) -> list[CompletionOutput]:
         return self._outputs
 
     @property
@@ -58,7 +59,7 @@ class GenerationResult:
         return self._done
 
     def _handle_sequence(self, new_token_ids: Sequence[int], *, done: bool = False,
-                         finish_reason: Optional[str] = None, text: str = "") -> None:
+                         finish_reason: str | None = None, text: str = "") -> None:
         """Apply one engine response: diff bookkeeping, then stop-word trimming on done."""
         output = self._outputs[0]
         output._last_token_ids_len = len(output.token_ids)

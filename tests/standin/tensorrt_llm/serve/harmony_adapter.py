@@ -9,7 +9,7 @@ returned. Parse errors are logged and swallowed (an empty list is returned).
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+from typing import Any
 
 from openai_harmony import HarmonyError, Message, Role, StreamableParser
 
@@ -55,7 +55,7 @@ class HarmonyAdapter:
     def get_stop_tokens(self) -> list[int]:
         return [RETURN_TOKEN, CALL_TOKEN]
 
-    def get_stream_state(self, request_id: str) -> Optional[HarmonyStreamState]:
+    def get_stream_state(self, request_id: str) -> HarmonyStreamState | None:
         return self._stream_states.get(request_id)
 
     def create_stream_state(self, request_id: str, available_tools=None,
@@ -84,7 +84,7 @@ class HarmonyAdapter:
             return []
 
 
-_SERVE_HARMONY_ADAPTER: Optional[HarmonyAdapter] = None
+_SERVE_HARMONY_ADAPTER: HarmonyAdapter | None = None
 
 
 def get_harmony_adapter() -> HarmonyAdapter:

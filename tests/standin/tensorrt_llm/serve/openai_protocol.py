@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal
 
 from openai.types.responses import FunctionTool, ResponseUsage
 from openai.types.shared import Reasoning
@@ -22,23 +22,23 @@ class ResponsesRequest(OpenAIBaseModel):
     """The request fields the Harmony streaming path reads."""
 
     model: str = "gpt-oss-20b"
-    input: Union[str, list[dict[str, Any]]] = ""
-    instructions: Optional[str] = None
+    input: str | list[dict[str, Any]] = ""
+    instructions: str | None = None
     tools: list[FunctionTool] = Field(default_factory=list)
-    tool_choice: Union[Literal["none", "auto", "required"], dict[str, Any]] = "auto"
+    tool_choice: Literal["none", "auto", "required"] | dict[str, Any] = "auto"
     parallel_tool_calls: bool = True
     stream: bool = False
     store: bool = True
     background: bool = False
-    max_output_tokens: Optional[int] = None
-    temperature: Optional[float] = None
-    top_p: Optional[float] = None
-    previous_response_id: Optional[str] = None
-    reasoning: Optional[Reasoning] = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    previous_response_id: str | None = None
+    reasoning: Reasoning | None = None
     request_id: str = Field(default_factory=lambda: f"resp_{uuid.uuid4().hex}")
 
-    def to_sampling_params(self, default_sampling_params: Optional[dict] = None,
-                           reasoning_parser: Optional[str] = None) -> SamplingParams:
+    def to_sampling_params(self, default_sampling_params: dict | None = None,
+                           reasoning_parser: str | None = None) -> SamplingParams:
         defaults = default_sampling_params or {}
         return SamplingParams(
             max_tokens=self.max_output_tokens,
@@ -55,19 +55,19 @@ class ResponsesResponse(OpenAIBaseModel):
     object: Literal["response"] = "response"
     output: list[Any]
     status: str
-    usage: Optional[ResponseUsage] = None
-    instructions: Optional[str] = None
-    max_output_tokens: Optional[int] = None
+    usage: ResponseUsage | None = None
+    instructions: str | None = None
+    max_output_tokens: int | None = None
     parallel_tool_calls: bool = True
-    temperature: Optional[float] = None
-    top_p: Optional[float] = None
+    temperature: float | None = None
+    top_p: float | None = None
     tool_choice: Any = "auto"
     tools: list[Any] = Field(default_factory=list)
 
     @classmethod
     def from_request(cls, request: ResponsesRequest, sampling_params: SamplingParams,
                      model_name: str, created_time: int, output: list[Any], status: str,
-                     usage: Optional[ResponseUsage]) -> "ResponsesResponse":
+                     usage: ResponseUsage | None) -> ResponsesResponse:
         return cls(
             id=request.request_id,
             created_at=created_time or int(time.time()),

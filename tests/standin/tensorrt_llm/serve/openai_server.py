@@ -16,16 +16,23 @@ frames are read from ``outputs[0]._postprocess_result``. Frames are restamped at
 from __future__ import annotations
 
 import pickle
-from typing import Any, AsyncIterator, Callable, Optional
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from ..executor.postproc_worker import PostprocParams
 from .openai_protocol import ResponsesRequest
-from .postprocess_handlers import (ResponsesAPIPostprocArgs, responses_api_post_processor,
-                                   responses_api_streaming_post_processor)
-from .responses_utils import ConversationHistoryStore, ResponsesStreamingProcessor
+from .postprocess_handlers import (
+    ResponsesAPIPostprocArgs,
+    responses_api_post_processor,
+    responses_api_streaming_post_processor,
+)
+from .responses_utils import (
+    ConversationHistoryStore,
+    ResponsesStreamingProcessor,
+    stamp_sse_sequence_number,
+)
 from .responses_utils import create_response as responses_api_create_response
 from .responses_utils import request_preprocess as responses_api_request_preprocess
-from .responses_utils import stamp_sse_sequence_number
 
 Engine = Callable[[list[int], Any], AsyncIterator[Any]]
 
@@ -34,7 +41,7 @@ class OpenAIServer:
 
     def __init__(self, engine: Engine, model: str = "gpt-oss-20b", use_harmony: bool = True,
                  num_postprocess_workers: int = 0,
-                 worker: Optional[Callable[[bytes, Any], Any]] = None) -> None:
+                 worker: Callable[[bytes, Any], Any] | None = None) -> None:
         self.engine = engine
         self.model = model
         self.use_harmony = use_harmony
@@ -91,7 +98,7 @@ class OpenAIServer:
             use_harmony=self.use_harmony, num_prompt_tokens=len(input_tokens))
 
     async def _create_streaming_generator(self, promise, postproc_params: PostprocParams,
-                                          shipped: Optional[bytes]):
+                                          shipped: bytes | None):
         post_processor, args = postproc_params.post_processor, postproc_params.postproc_args
         sequence_number = 0
         for frame in args.streaming_processor.get_initial_responses():

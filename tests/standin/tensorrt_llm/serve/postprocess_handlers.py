@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional
 
 from ..executor import GenerationResult
 from ..executor.postproc_worker import PostprocArgs
@@ -20,9 +19,9 @@ class ResponsesAPIPostprocArgs(PostprocArgs):
     request: ResponsesRequest
     sampling_params: SamplingParams
     use_harmony: bool
-    reasoning_parser: Optional[str] = None
-    tool_parser: Optional[str] = None
-    streaming_processor: Optional[ResponsesStreamingProcessor] = None
+    reasoning_parser: str | None = None
+    tool_parser: str | None = None
+    streaming_processor: ResponsesStreamingProcessor | None = None
 
 
 def responses_api_post_processor(rsp: GenerationResult,
@@ -35,7 +34,7 @@ def responses_api_post_processor(rsp: GenerationResult,
 
 
 def responses_api_streaming_post_processor(rsp: GenerationResult,
-                                           args: ResponsesAPIPostprocArgs) -> List[str]:
+                                           args: ResponsesAPIPostprocArgs) -> list[str]:
     if args.streaming_processor is None:
         raise ValueError("streaming_processor is required for streaming post-processing")
     outputs = args.streaming_processor.process_single_output(rsp)

@@ -19,23 +19,43 @@ import json
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from copy import copy
-from typing import Any, List, Optional, OrderedDict, Tuple
+from typing import Any
 
-from openai.types.responses import (ResponseCompletedEvent, ResponseContentPartAddedEvent,
-                                    ResponseContentPartDoneEvent, ResponseCreatedEvent,
-                                    ResponseFunctionToolCall, ResponseInProgressEvent,
-                                    ResponseOutputItem, ResponseOutputItemAddedEvent,
-                                    ResponseOutputItemDoneEvent, ResponseOutputMessage,
-                                    ResponseOutputText, ResponseReasoningItem,
-                                    ResponseReasoningTextDeltaEvent,
-                                    ResponseReasoningTextDoneEvent, ResponseTextDeltaEvent,
-                                    ResponseTextDoneEvent, ResponseUsage)
+from openai.types.responses import (
+    ResponseCompletedEvent,
+    ResponseContentPartAddedEvent,
+    ResponseContentPartDoneEvent,
+    ResponseCreatedEvent,
+    ResponseFunctionToolCall,
+    ResponseInProgressEvent,
+    ResponseOutputItem,
+    ResponseOutputItemAddedEvent,
+    ResponseOutputItemDoneEvent,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseReasoningItem,
+    ResponseReasoningTextDeltaEvent,
+    ResponseReasoningTextDoneEvent,
+    ResponseTextDeltaEvent,
+    ResponseTextDoneEvent,
+    ResponseUsage,
+)
 from openai.types.responses.response_content_part_added_event import PartReasoningText
 from openai.types.responses.response_reasoning_item import Content
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
-from openai_harmony import (Author, Conversation, DeveloperContent, Message, Role, StreamState,
-                            SystemContent, TextContent, ToolDescription)
+from openai_harmony import (
+    Author,
+    Conversation,
+    DeveloperContent,
+    Message,
+    Role,
+    StreamState,
+    SystemContent,
+    TextContent,
+    ToolDescription,
+)
 
 from ..executor import GenerationResult
 from ..llmapi import SamplingParams
@@ -64,7 +84,7 @@ def _get_encoding():
 # ---------------------------------------------------------------------------------------
 
 
-def _parse_response_input(input_msg, prev_responses) -> Optional[Message]:
+def _parse_response_input(input_msg, prev_responses) -> Message | None:
     if not isinstance(input_msg, dict):
         input_msg = input_msg.model_dump()
     kind = input_msg.get("type", "message")
@@ -98,11 +118,11 @@ def _parse_response_input(input_msg, prev_responses) -> Optional[Message]:
     raise ValueError(f"Unknown input type: {kind}")
 
 
-def _get_system_message(reasoning_effort: Optional[str] = None) -> Message:
+def _get_system_message(reasoning_effort: str | None = None) -> Message:
     return Message.from_role_and_content(Role.SYSTEM, SystemContent.new())
 
 
-def _get_developer_message(instructions: Optional[str] = None, tools=None) -> Message:
+def _get_developer_message(instructions: str | None = None, tools=None) -> Message:
     content = DeveloperContent.new()
     if instructions is not None:
         content = content.with_instructions(instructions)
@@ -116,13 +136,13 @@ def _get_developer_message(instructions: Optional[str] = None, tools=None) -> Me
 
 
 def _construct_harmony_messages(request: ResponsesRequest, prev_response,
-                                prev_msgs: list[Message] = []) -> list[Message]:
+                                prev_msgs: list[Message] | None = None) -> list[Message]:
     messages: list[Message] = []
     if prev_response is None:
         messages.append(_get_system_message())
         messages.append(_get_developer_message(request.instructions, request.tools))
     else:
-        messages.extend(prev_msgs)
+        messages.extend(prev_msgs or [])
     if isinstance(request.input, str):
         messages.append(Message.from_role_and_content(Role.USER, request.input))
         return messages
@@ -154,7 +174,7 @@ async def _create_input_tokens_harmony(request, prev_response, prev_msgs, conver
 async def request_preprocess(request: ResponsesRequest, prev_response, conversation_store,
                              enable_store: bool, use_harmony: bool, tokenizer=None,
                              model_config=None, processor=None,
-                             reasoning_parser: Optional[str] = None
+                             reasoning_parser: str | None = None
                              ) -> tuple[list[int], SamplingParams]:
     sampling_params = request.to_sampling_params(
         default_sampling_params={
@@ -229,7 +249,7 @@ def finish_reason_mapping(finish_reason: str) -> str:
 
 
 def _create_output_content_harmony(
-        final_res: RequestOutput) -> Tuple[list[ResponseOutputItem], list[Message]]:
+        final_res: RequestOutput) -> tuple[list[ResponseOutputItem], list[Message]]:
     output_messages = _parse_output_tokens(final_res.outputs[0].token_ids)
     output_content: list[ResponseOutputItem] = []
     for msg in output_messages:
@@ -237,8 +257,8 @@ def _create_output_content_harmony(
     return output_content, output_messages
 
 
-def _create_usage(final_res, num_prompt_tokens: Optional[int] = None, tokenizer=None,
-                  reasoning_texts=None) -> Optional[ResponseUsage]:
+def _create_usage(final_res, num_prompt_tokens: int | None = None, tokenizer=None,
+                  reasoning_texts=None) -> ResponseUsage | None:
     if num_prompt_tokens is None:
         prompt = getattr(final_res, "prompt_token_ids", None)
         if prompt is None:
@@ -317,12 +337,12 @@ class ConversationHistoryStore:
     async def load_response(self, resp_id: str):
         return self.responses.get(resp_id)
 
-    async def store_response(self, resp, resp_msgs=[], prev_resp_id=None) -> None:
+    async def store_response(self, resp, resp_msgs=None, prev_resp_id=None) -> None:
         self.responses[resp.id] = resp
         conversation_id = (self.response_to_conversation.get(resp.id)
                            or self.response_to_conversation.get(prev_resp_id or "")
                            or _random_uuid())
-        self.conversations.setdefault(conversation_id, []).extend(resp_msgs)
+        self.conversations.setdefault(conversation_id, []).extend(resp_msgs or [])
         self.response_to_conversation[resp.id] = conversation_id
 
     async def store_messages(self, resp_id: str, msgs, prev_resp_id) -> None:
@@ -349,8 +369,8 @@ class ResponsesStreamingStateTracker:
     text_buffer: str = ""
 
     def __init__(self) -> None:
-        self.emitted_tool_call_ids: list[Tuple[str, str]] = []
-        self.emitted_item_ids: list[Tuple[str, str]] = []
+        self.emitted_tool_call_ids: list[tuple[str, str]] = []
+        self.emitted_item_ids: list[tuple[str, str]] = []
 
 
 class ResponsesStreamingEventsHelper:
@@ -379,11 +399,11 @@ class ResponsesStreamingEventsHelper:
         self.state_tracker.sent_output_item_added = value
 
     @property
-    def emitted_tool_call_ids(self) -> list[Tuple[str, str]]:
+    def emitted_tool_call_ids(self) -> list[tuple[str, str]]:
         return self.state_tracker.emitted_tool_call_ids
 
     @property
-    def emitted_item_ids(self) -> list[Tuple[str, str]]:
+    def emitted_item_ids(self) -> list[tuple[str, str]]:
         return self.state_tracker.emitted_item_ids
 
     def _stamp(self) -> dict[str, Any]:
@@ -536,12 +556,12 @@ class ResponsesStreamingProcessor:
         request: ResponsesRequest,
         sampling_params: SamplingParams,
         model_name: str,
-        create_time: Optional[int] = None,
-        conversation_store: Optional[ConversationHistoryStore] = None,
+        create_time: int | None = None,
+        conversation_store: ConversationHistoryStore | None = None,
         enable_store: bool = False,
         use_harmony: bool = True,
-        reasoning_parser: Optional[str] = None,
-        tool_parser: Optional[str] = None,
+        reasoning_parser: str | None = None,
+        tool_parser: str | None = None,
     ):
         self.model_name = model_name
         self.request = request
@@ -550,7 +570,7 @@ class ResponsesStreamingProcessor:
         self.streaming_events_helper = ResponsesStreamingEventsHelper()
         self.response_creation_time = (create_time if create_time is not None else
                                        int(time.time()))
-        self.final_res: Optional[RequestOutput] = None
+        self.final_res: RequestOutput | None = None
         self.reasoning_parser_dict: dict = {}
         self.tool_parser_dict: dict = {}
         self.stream_request_id = f"responses-api-{request.request_id}"
@@ -573,7 +593,7 @@ class ResponsesStreamingProcessor:
             model_name=self.model_name, created_time=self.response_creation_time,
             output=output or [], status=status, usage=usage).model_dump()
 
-    def get_initial_responses(self) -> List[str]:
+    def get_initial_responses(self) -> list[str]:
         snapshot = self._snapshot("in_progress")
         helper = self.streaming_events_helper
         return [
@@ -582,7 +602,7 @@ class ResponsesStreamingProcessor:
         ]
 
     async def get_final_response(self, final_res: RequestOutput,
-                                 num_prompt_tokens: Optional[int] = None,
+                                 num_prompt_tokens: int | None = None,
                                  tokenizer=None) -> str:
         final_response = await create_response(
             generator=None, request=self.request, sampling_params=self.sampling_params,
@@ -595,7 +615,7 @@ class ResponsesStreamingProcessor:
                                    response=final_response.model_dump()))
 
     def get_final_response_non_store(self, final_res: RequestOutput,
-                                     num_prompt_tokens: Optional[int] = None,
+                                     num_prompt_tokens: int | None = None,
                                      tokenizer=None) -> str:
         final_response = create_response_non_store(
             generation_result=final_res, request=self.request,
