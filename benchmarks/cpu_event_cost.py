@@ -15,7 +15,8 @@ tokens are replayed in engine responses of ``stream_interval`` tokens through:
 Every implementation runs once as a warm-up, then ``--runs`` times interleaved with the
 others; each run is timed in CPU time of the running thread (so time the scheduler gives to
 other processes on a busy host does not count), and the median is reported as µs per output
-token and as a ratio to the floor measured in the same invocation.
+token; the ratio to the floor is the median of each run's ratio to the floor run timed just
+before it.
 
     python benchmarks/cpu_event_cost.py            # full run, results in benchmarks/results/
     python benchmarks/cpu_event_cost.py --quick --json
@@ -289,10 +290,16 @@ def measure(
                 for name, run in replays.items():
                     samples[name].append(_time(run, batches))
             count = analysis + final
-            floor = statistics.median(samples["floor"]) / count if "floor" in samples else None
+            floors = samples.get("floor")
             for name, values in samples.items():
                 per_token = statistics.median(values) / count
-                ratio = per_token / floor if floor else float("nan")
+                # Each run's ratio to the floor run just before it: robust to the host's
+                # speed drifting during the benchmark.
+                ratio = (
+                    statistics.median(v / f for v, f in zip(values, floors))
+                    if floors
+                    else float("nan")
+                )
                 rows.append(Row(label, interval, name, round(per_token, 3), round(ratio, 2)))
     return rows, skipped
 
@@ -413,13 +420,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
-    runs = args.runs or (5 if args.quick else 9)
+    runs = args.runs or (5 if args.quick else 15)
     impls = [name for name in args.impls.split(",") if name]
     unknown = set(impls) - set(IMPLS)
     if unknown:
         parser.error(f"unknown implementations: {sorted(unknown)}")
-    if "floor" not in impls:
-        impls.insert(0, "floor")
+    impls = ["floor"] + [name for name in impls if name != "floor"]  # each ratio needs it
 
     rows, skipped = measure(sizes, INTERVALS, runs, impls)
     checks = verdicts(rows)
