@@ -21,7 +21,7 @@ pytestmark = pytest.mark.cpu_only
 
 TEXT = (
     "<|channel|>analysis<|message|>Think 🤖.<|end|><|start|>assistant<|channel|>commentary"
-    " to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>"
+    ' to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>'
 )
 
 
@@ -77,7 +77,9 @@ def test_hot_path_never_reads_state_or_messages_per_token(encoding, tokens, monk
     for token in token_ids:
         driver.feed([token])
     assert reads["state"] == 0
-    assert reads["messages"] == 2  # once per stop token
+    assert reads["messages"] == 0  # the cache is only invalidated by the stop tokens
+    assert len(driver.messages) == 2 and len(driver.messages) == 2
+    assert reads["messages"] == 1  # re-read once, on demand
 
 
 def test_finish_closes_message_without_stop_token(encoding, tokens):
@@ -86,7 +88,7 @@ def test_finish_closes_message_without_stop_token(encoding, tokens):
     facts = driver.finish()
     assert isinstance(facts[-1], MessageClosed)
     assert facts[-1].stop_token is None
-    assert facts[-1].message.content[0].text == "Partial answ"
+    assert driver.messages[-1].content[0].text == "Partial answ"
 
 
 def test_finish_inside_header_raises_truncated_header(encoding, tokens):

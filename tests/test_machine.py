@@ -73,12 +73,36 @@ def test_internal_error_never_escapes_and_nothing_follows_terminal(encoding, tok
         raise ValueError("driver exploded")
 
     monkeypatch.setattr(machine._driver, "feed", boom)
+    monkeypatch.setattr(machine._driver, "content_delta", boom)
     events = [event_to_dict(e) for e in machine.feed([13])]
     assert [e["type"] for e in events[-2:]] == ["error", "response.failed"]
     assert "driver exploded" in events[-2]["message"]
     assert machine.finished and machine._driver is None  # per-request state released
     assert machine.feed([13], finished=True, finish_reason="stop") == []
     assert machine.fail("late") == []
+
+
+@pytest.mark.parametrize("batch", [[13], [13, 14]])
+def test_internal_error_on_either_path_ends_failed(encoding, tokens, monkeypatch, batch):
+    machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding)
+    machine.start()
+    machine.feed(tokens("<|channel|>final<|message|>Hello"))
+
+    def boom(*args, **kwargs):
+        raise ValueError("driver exploded")
+
+    monkeypatch.setattr(machine._driver, "feed", boom)
+    monkeypatch.setattr(machine._driver, "content_delta", boom)
+    events = [event_to_dict(e) for e in machine.feed(batch)]
+    assert [e["type"] for e in events] == [
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "error",
+        "response.failed",
+    ]
+    assert events[2]["item"]["status"] == "incomplete"
+    assert events[2]["item"]["content"][0]["text"] == "Hello"
 
 
 def test_usage_counts_reasoning_tokens(encoding, tokens):
@@ -100,7 +124,9 @@ def test_non_streaming_matches_stream_final_response(encoding, size):
     for output in generate_outputs(150, seed=9):
         events = run("ours", split(output.delivered, size), output.finish_reason, encoding=encoding)
         context = ResponseContext.new(response_id="resp_test", created_at=0.0)
-        response = build_response(context, output.delivered, output.finish_reason, encoding=encoding)
+        response = build_response(
+            context, output.delivered, output.finish_reason, encoding=encoding
+        )
         streamed = events[-1]["response"]
         built = event_to_dict(response)
         assert built["status"] == streamed["status"], output.name
@@ -123,5 +149,38 @@ def test_sse_framing_and_sequence_numbers(encoding, tokens):
 
 
 def test_first_sequence_number_continues_a_counter(encoding):
-    machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding, first_sequence_number=2)
+    machine = ResponsesEventMachine(
+        ResponseContext.new(), encoding=encoding, first_sequence_number=2
+    )
     assert [e.sequence_number for e in machine.start()] == [2, 3]
+
+
+def test_fast_delta_json_equals_pydantic_json(encoding, tokens):
+    import json
+
+    from trtllm_stream_fix.sse import event_to_json
+
+    machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding)
+    events = machine.start() + machine.feed(
+        tokens(
+            "<|channel|>analysis<|message|>日本 🤖<|end|><|start|>assistant<|channel|>final"
+            '<|message|>Hi "there"\\n\u00e9'
+        ),
+        finished=True,
+        finish_reason="stop",
+    )
+    deltas = [e for e in events if e.type.endswith(".delta")]
+    assert len(deltas) == 2
+    for event in deltas:
+        fast = event_to_json(event)
+        assert json.loads(fast) == json.loads(event.model_dump_json(exclude_none=True))
+
+
+def test_delta_events_name_every_field_of_their_model(encoding, tokens):
+    from trtllm_stream_fix import events as ev
+    from trtllm_stream_fix.items import ItemKind, ItemRecord
+
+    for kind in (ItemKind.MESSAGE, ItemKind.REASONING, ItemKind.FUNCTION_CALL):
+        event = ev.delta(ItemRecord.open(kind, 0, None, "functions.f"), "x", 0)
+        assert set(event.__dict__) == set(type(event).model_fields)
+        type(event).model_validate(event.model_dump())  # and the values validate

@@ -28,7 +28,7 @@ from openai.types.responses import (
 )
 from openai.types.responses.response_content_part_added_event import PartReasoningText
 
-from .fastmodel import construct
+from .fastmodel import construct, construct_complete
 from .items import ItemKind, ItemRecord, build_item
 
 LIFECYCLE = {
@@ -106,36 +106,42 @@ def part_done(record: ItemRecord, seq: int):
 
 
 def delta(record: ItemRecord, text: str, seq: int):
-    """The delta event of ``record``'s kind carrying ``text``."""
+    """The delta event of ``record``'s kind carrying ``text`` (the per-token path)."""
     kind = record.kind
     if kind is ItemKind.MESSAGE:
-        return construct(
+        return construct_complete(
             ResponseTextDeltaEvent,
-            type="response.output_text.delta",
-            item_id=record.item_id,
-            output_index=record.output_index,
-            content_index=0,
-            delta=text,
-            logprobs=[],
-            sequence_number=seq,
+            {
+                "type": "response.output_text.delta",
+                "item_id": record.item_id,
+                "output_index": record.output_index,
+                "content_index": 0,
+                "delta": text,
+                "logprobs": [],
+                "sequence_number": seq,
+            },
         )
     if kind is ItemKind.REASONING:
-        return construct(
+        return construct_complete(
             ResponseReasoningTextDeltaEvent,
-            type="response.reasoning_text.delta",
-            item_id=record.item_id,
-            output_index=record.output_index,
-            content_index=0,
-            delta=text,
-            sequence_number=seq,
+            {
+                "type": "response.reasoning_text.delta",
+                "item_id": record.item_id,
+                "output_index": record.output_index,
+                "content_index": 0,
+                "delta": text,
+                "sequence_number": seq,
+            },
         )
-    return construct(
+    return construct_complete(
         ResponseFunctionCallArgumentsDeltaEvent,
-        type="response.function_call_arguments.delta",
-        item_id=record.item_id,
-        output_index=record.output_index,
-        delta=text,
-        sequence_number=seq,
+        {
+            "type": "response.function_call_arguments.delta",
+            "item_id": record.item_id,
+            "output_index": record.output_index,
+            "delta": text,
+            "sequence_number": seq,
+        },
     )
 
 

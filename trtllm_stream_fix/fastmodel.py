@@ -44,3 +44,16 @@ def construct(cls: type[M], **values: Any) -> M:
     _set(model, "__pydantic_extra__", {})
     _set(model, "__pydantic_private__", None)
     return model
+
+
+def construct_complete(cls: type[M], values: dict[str, Any]) -> M:
+    """Like ``construct`` for ``values`` that already hold every field (no defaults filled).
+
+    The per-token path: delta events are built from a dict literal naming all their fields.
+    """
+    model = _new(cls)
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", set(values))
+    _set(model, "__pydantic_extra__", {})
+    _set(model, "__pydantic_private__", None)
+    return model

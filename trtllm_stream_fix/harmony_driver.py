@@ -5,8 +5,11 @@ One ``openai_harmony.StreamableParser`` per request, fed one token at a time. Th
 state is tracked here from token ids alone (``<|start|>`` opens a header, ``<|message|>``
 ends it, a stop token ends the content), so the hot path costs one ``process`` and one
 ``last_content_delta`` per content token: never ``parser.state`` or ``parser.messages``.
-Completed messages are read once, when a stop token was processed or at end of stream
-(the stop-token cache invalidation).
+Completed messages are cached: a stop token (or the end of stream) invalidates the cache,
+and ``messages`` re-reads ``parser.messages`` once, only when asked (the stop-token cache
+invalidation). The event machine never asks on the hot path: message text is the joined
+deltas, and ``parser.messages`` is read only to settle a message whose last character was
+an incomplete UTF-8 sequence.
 """
 
 from __future__ import annotations
@@ -52,11 +55,16 @@ class ContentDelta:
 
 @dataclass(frozen=True, slots=True)
 class MessageClosed:
-    """The open message ended: by a stop token (``stop_token``) or by end of stream (None)."""
+    """The open message ended: by a stop token (``stop_token``) or by end of stream (None).
 
-    message: Message
+    ``partial_utf8`` tells that the last content token left an incomplete UTF-8 sequence, so
+    the parser's text for the message (``HarmonyDriver.messages[-1]``) may differ from the
+    joined deltas.
+    """
+
     stop_token: int | None
     at: int
+    partial_utf8: bool = False
 
 
 Fact = Union[MessageOpened, ContentDelta, MessageClosed]
@@ -82,6 +90,8 @@ class HarmonyDriver:
         # A parser built with a role starts inside the first message's header.
         self._phase = Phase.HEADER if role is not None else Phase.EXPECT_START
         self._messages: list[Message] = []
+        self._messages_stale = False
+        self._partial_utf8 = False
         self._tokens_fed = 0
 
     @property
@@ -90,8 +100,26 @@ class HarmonyDriver:
 
     @property
     def messages(self) -> list[Message]:
-        """Completed messages, equal to ``parser.messages`` at every batch boundary."""
+        """Completed messages, equal to ``parser.messages`` (re-read only after a stop token)."""
+        if self._messages_stale:
+            self._messages = self._parser.messages
+            self._messages_stale = False
         return self._messages
+
+    def content_delta(self, token: int) -> str | None:
+        """Fast path for one content token of the open message (not a stop token).
+
+        Precondition: ``phase is Phase.CONTENT`` and ``token not in STOP_TOKENS``. Returns
+        the token's delta (None while a UTF-8 sequence is incomplete).
+        """
+        try:
+            self._parser.process(token)
+        except HarmonyError as exc:  # pragma: no cover - content tokens are always accepted
+            raise HarmonyStreamError(str(exc), self._tokens_fed) from exc
+        self._tokens_fed += 1
+        delta = self._parser.last_content_delta
+        self._partial_utf8 = not delta
+        return delta
 
     @property
     def tokens_fed(self) -> int:
@@ -108,6 +136,7 @@ class HarmonyDriver:
         parser = self._parser
         phase = self._phase
         fed = self._tokens_fed
+        partial = self._partial_utf8
         pending: list[str] = []
         try:
             for token in token_ids:
@@ -119,15 +148,20 @@ class HarmonyDriver:
                             out.append(ContentDelta("".join(pending)))
                             pending = []
                         phase = Phase.EXPECT_START
-                        self._messages = parser.messages
-                        out.append(MessageClosed(self._messages[-1], token, fed))
+                        self._messages_stale = True
+                        out.append(MessageClosed(token, fed, partial))
+                        partial = False
                     else:
                         delta = parser.last_content_delta
                         if delta:
                             pending.append(delta)
+                            partial = False
+                        else:
+                            partial = True
                 elif phase is Phase.HEADER:
                     if token == MESSAGE:
                         phase = Phase.CONTENT
+                        partial = False
                         out.append(
                             MessageOpened(
                                 parser.current_channel,
@@ -147,6 +181,7 @@ class HarmonyDriver:
                 out.append(ContentDelta("".join(pending)))
             self._phase = phase
             self._tokens_fed = fed
+            self._partial_utf8 = partial
         return out
 
     def finish(self, facts: list[Fact] | None = None) -> list[Fact]:
@@ -163,6 +198,7 @@ class HarmonyDriver:
         except HarmonyError as exc:
             raise TruncatedHeaderError(str(exc), self._tokens_fed) from exc
         if phase is Phase.CONTENT:
-            self._messages = self._parser.messages
-            out.append(MessageClosed(self._messages[-1], None, self._tokens_fed))
+            self._messages_stale = True
+            out.append(MessageClosed(None, self._tokens_fed, self._partial_utf8))
+            self._partial_utf8 = False
         return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from openai.types.responses import (
     ResponseFunctionToolCall,
@@ -91,7 +91,6 @@ class ItemRecord:
     call_id: str = ""
     text: str = ""  # message/reasoning text, or function-call arguments
     status: str = "in_progress"
-    chunks: list[str] = field(default_factory=list)
 
     @classmethod
     def open(
@@ -108,13 +107,6 @@ class ItemRecord:
             record.name = (recipient or "")[len(FUNCTION_PREFIX) :]
             record.call_id = new_id("call")
         return record
-
-    def settle_text(self) -> str:
-        """Join the streamed chunks into ``text`` once (chunks are kept out of the hot path)."""
-        if self.chunks:
-            self.text += "".join(self.chunks)
-            self.chunks.clear()
-        return self.text
 
 
 def build_item(record: ItemRecord, *, final: bool = True):

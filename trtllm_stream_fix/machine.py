@@ -18,6 +18,7 @@ from . import events as ev
 from .config import StreamConfig
 from .context import ResponseContext
 from .harmony_driver import (
+    STOP_TOKENS,
     ContentDelta,
     Fact,
     HarmonyDriver,
@@ -40,9 +41,9 @@ def message_text(message: Any) -> str:
 
 
 class _OpenMessage:
-    """The Harmony message currently being parsed and the item it feeds (if streamed)."""
+    """The Harmony message being parsed: its deltas and the item it feeds (if streamed)."""
 
-    __slots__ = ("kind", "phase", "recipient", "opened_at", "record")
+    __slots__ = ("kind", "phase", "recipient", "opened_at", "record", "chunks")
 
     def __init__(self, kind: ItemKind, phase: str | None, recipient: str | None, at: int):
         self.kind = kind
@@ -50,6 +51,7 @@ class _OpenMessage:
         self.recipient = recipient
         self.opened_at = at
         self.record: ItemRecord | None = None
+        self.chunks: list[str] = []
 
 
 class ResponsesEventMachine:
@@ -113,6 +115,24 @@ class ResponsesEventMachine:
         if self.finished:
             return []
         out: list[Any] = []
+        message = self._message
+        if (
+            len(token_ids) == 1
+            and not finished
+            and message is not None
+            and token_ids[0] not in STOP_TOKENS
+        ):
+            # One content token per engine response (stream_interval 1): skip the facts.
+            try:
+                delta = self._driver.content_delta(token_ids[0])
+            except Exception as exc:  # noqa: BLE001 - nothing may escape into the server
+                return self._fail_events(f"internal error: {type(exc).__name__}: {exc}")
+            self._output_tokens += 1
+            if delta:
+                message.chunks.append(delta)
+                if message.record is not None:
+                    out.append(ev.delta(message.record, delta, self._next()))
+            return out
         facts: list[Fact] = []
         try:
             if token_ids:
@@ -148,10 +168,10 @@ class ResponsesEventMachine:
     def _apply(self, facts: list[Fact], out: list[Any]) -> None:
         for fact in facts:
             if type(fact) is ContentDelta:
-                record = self._message.record if self._message else None
-                if record is not None:
-                    record.chunks.append(fact.text)
-                    out.append(ev.delta(record, fact.text, self._next()))
+                message = self._message
+                message.chunks.append(fact.text)
+                if message.record is not None:
+                    out.append(ev.delta(message.record, fact.text, self._next()))
             elif type(fact) is MessageOpened:
                 self._open(fact, out)
             else:
@@ -176,7 +196,11 @@ class ResponsesEventMachine:
         if message.kind is ItemKind.REASONING and not message.recipient:
             self._reasoning_tokens += fact.at - message.opened_at
         status = "completed" if fact.stop_token is not None else self._eos_status
-        text = message_text(fact.message)
+        streamed = "".join(message.chunks)
+        text = streamed
+        if fact.partial_utf8:
+            # The parser settles an incomplete UTF-8 sequence (as U+FFFD); send the rest.
+            text = message_text(self._driver.messages[-1])
         record = message.record
         if record is None:
             if message.kind is ItemKind.NONE:
@@ -188,16 +212,13 @@ class ResponsesEventMachine:
             if record.kind is ItemKind.REASONING:
                 out.append(ev.part_added(record, self._next()))
                 if text:
-                    record.chunks.append(text)
                     out.append(ev.delta(record, text, self._next()))
-            else:
-                record.text = text
-        streamed = record.settle_text()
-        if len(text) > len(streamed) and text.startswith(streamed):
-            # End of stream can complete a partial UTF-8 character as U+FFFD.
-            rest = text[len(streamed) :]
-            out.append(ev.delta(record, rest, self._next()))
             record.text = text
+        else:
+            record.text = streamed
+            if len(text) > len(streamed) and text.startswith(streamed):
+                out.append(ev.delta(record, text[len(streamed) :], self._next()))
+                record.text = text
         record.status = status
         self._close_item(record, out)
 
@@ -243,7 +264,7 @@ class ResponsesEventMachine:
             open_message, self._message = self._message, None
             record = open_message.record if open_message else None
             if record is not None and record.status == "in_progress":
-                record.settle_text()
+                record.text = "".join(open_message.chunks)
                 record.status = "incomplete"
                 self._close_item(record, out)
         except Exception:  # noqa: BLE001 - closing must not prevent the terminal events

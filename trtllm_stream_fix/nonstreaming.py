@@ -62,6 +62,7 @@ def output_items(
     eos_status = "incomplete" if finish_reason == "length" else "completed"
     items: list[ItemRecord] = []
     reasoning_tokens = 0
+    messages = iter(driver.messages)
     opened: MessageOpened | None = None
     partial: list[str] = []
     for fact in facts:
@@ -70,12 +71,13 @@ def output_items(
         elif type(fact) is MessageOpened:
             opened, partial = fact, []
         elif type(fact) is MessageClosed and opened is not None:
+            message = next(messages)
             kind, phase = classify(opened.channel, opened.recipient, config)
             if kind is ItemKind.REASONING and not opened.recipient:
                 reasoning_tokens += fact.at - opened.at
             if kind is not ItemKind.NONE:
                 record = ItemRecord.open(kind, len(items), phase, opened.recipient)
-                record.text = message_text(fact.message)
+                record.text = message_text(message)
                 record.status = "completed" if fact.stop_token is not None else eos_status
                 items.append(record)
             opened = None

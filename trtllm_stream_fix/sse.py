@@ -5,18 +5,43 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-_DUMP_OPTIONS = {"exclude_none": True, "warnings": False}
+import orjson
+
+# Events whose fields are plain values: serialised from the instance dict with orjson
+# (about 0.4 µs instead of 1.6 µs for pydantic), the per-token path at stream_interval 1.
+_FLAT_EVENTS = frozenset(
+    (
+        "response.output_text.delta",
+        "response.reasoning_text.delta",
+        "response.function_call_arguments.delta",
+    )
+)
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
 
 
 def event_to_dict(event: Any) -> dict[str, Any]:
     """A JSON-ready dict of ``event`` (fields that are None left out)."""
     if isinstance(event, dict):
         return event
-    return event.model_dump(mode="json", **_DUMP_OPTIONS)
+    # Pruning None ourselves: pydantic's ``exclude_none`` costs ~200 µs on a Response.
+    return _without_none(event.model_dump(mode="json", warnings=False))
 
 
 def event_to_json(event: Any) -> str:
-    return event.model_dump_json(**_DUMP_OPTIONS)
+    """``event`` as compact JSON (fields that are None left out)."""
+    if event.type in _FLAT_EVENTS:
+        try:
+            return orjson.dumps({k: v for k, v in event.__dict__.items() if v is not None}).decode()
+        except TypeError:  # a nested model (e.g. logprobs entries): let pydantic do it
+            pass
+    return orjson.dumps(event_to_dict(event)).decode()
 
 
 def format_sse(event: Any) -> str:
