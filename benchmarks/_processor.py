@@ -92,7 +92,7 @@ def _import_tensorrt_llm(source_dir: str | None) -> str | None:
     try:
         import tensorrt_llm.serve.postprocess_handlers
         import tensorrt_llm.serve.responses_utils  # noqa: F401
-    except Exception as exc:  # noqa: BLE001 - any import failure is a skip reason
+    except Exception as exc:
         return f"cannot import tensorrt_llm.serve from {wanted}: {type(exc).__name__}: {exc}"
     return None
 
@@ -130,7 +130,7 @@ def processor_replay(kind: str, enc: Any, source_dir: str | None = None) -> Any:
         return reason
     try:
         from trtllm_stream_fix.plugin.installer import install, uninstall
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if kind == "plugin":
             return f"plugin unavailable: {type(exc).__name__}: {exc}"
         install = uninstall = None  # type: ignore[assignment]

@@ -284,7 +284,7 @@ def measure(
         for interval in intervals:
             batches = engine_batches(tokens, interval)
             samples: dict[str, list[float]] = {name: [] for name in replays}
-            for name, run in replays.items():
+            for run in replays.values():
                 _time(run, batches)  # warm-up
             for _ in range(runs):
                 for name, run in replays.items():

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+from trtllm_stream_fix.config import DEFAULT_CONFIG, StreamConfig
 from trtllm_stream_fix.context import ResponseContext
 from trtllm_stream_fix.differential import make_stream
-from trtllm_stream_fix.config import StreamConfig
 from trtllm_stream_fix.sse import event_to_dict
 
 
@@ -17,7 +18,7 @@ def run(
     finish_reason: str = "stop",
     *,
     encoding: Any = None,
-    config: StreamConfig = StreamConfig(),
+    config: StreamConfig = DEFAULT_CONFIG,
 ) -> list[dict[str, Any]]:
     """Events (as dicts) for ``responses``, the last one finished with ``finish_reason``."""
     context = ResponseContext.new(response_id="resp_test", created_at=0.0)

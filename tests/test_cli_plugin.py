@@ -41,6 +41,7 @@ def test_wheel_puts_pth_at_site_packages_root(tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
+        check=False,
     )
     if proc.returncode != 0:
         pytest.skip(f"cannot build a wheel here: {proc.stderr[-300:]}")

@@ -4,16 +4,15 @@
 from __future__ import annotations
 
 import pytest
+from _streams import of_type, run, split
 
 from trtllm_stream_fix.checker import check_responses_events
 from trtllm_stream_fix.config import StreamConfig
 from trtllm_stream_fix.context import ResponseContext
 from trtllm_stream_fix.machine import ResponsesEventMachine
 from trtllm_stream_fix.nonstreaming import build_response
-from trtllm_stream_fix.sse import event_to_dict, format_sse, SSEEncoder
+from trtllm_stream_fix.sse import SSEEncoder, event_to_dict, format_sse
 from trtllm_stream_fix.synthetic import generate_outputs, named_output
-
-from _streams import of_type, run, split
 
 pytestmark = pytest.mark.cpu_only
 

@@ -29,7 +29,8 @@ CHILD = """
 import json, sys, types
 source = sys.argv[1]
 if source:
-    for name, rel in (("tensorrt_llm", "tensorrt_llm"), ("tensorrt_llm.serve", "tensorrt_llm/serve")):
+    packages = (("tensorrt_llm", "tensorrt_llm"), ("tensorrt_llm.serve", "tensorrt_llm/serve"))
+    for name, rel in packages:
         if name not in sys.modules:  # bare packages: skip the native-binding __init__
             module = types.ModuleType(name)
             module.__path__ = [f"{source}/{rel}"]

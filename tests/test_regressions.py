@@ -8,12 +8,11 @@ the test would report XPASS as a failure, proving the test can detect the bug.
 from __future__ import annotations
 
 import pytest
+from _streams import of_type, run, split, text_by_item
 
 from trtllm_stream_fix.checker import check_responses_events
 from trtllm_stream_fix.sdk_oracle import sdk_accumulate
 from trtllm_stream_fix.visible import client_visible
-
-from _streams import of_type, run, split, text_by_item
 
 pytestmark = pytest.mark.cpu_only
 

@@ -20,3 +20,6 @@ class StreamConfig:
 
     preambles: Literal["commentary", "drop"] = "commentary"
     length_terminal: Literal["incomplete", "completed"] = "incomplete"
+
+
+DEFAULT_CONFIG = StreamConfig()

@@ -14,10 +14,11 @@ import argparse
 import json
 import random
 import sys
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
-from .config import StreamConfig
+from .config import DEFAULT_CONFIG, StreamConfig
 from .context import ResponseContext
 from .sdk_oracle import sdk_accumulate
 from .sse import event_to_dict
@@ -48,7 +49,7 @@ def stream_events(
     *,
     impl: str = "ours",
     context: ResponseContext | None = None,
-    config: StreamConfig = StreamConfig(),
+    config: StreamConfig = DEFAULT_CONFIG,
     encoding: Any = None,
 ) -> list[dict[str, Any]]:
     """All events (as dicts) of one stream of ``output`` split as ``split`` says.
@@ -86,7 +87,7 @@ def sdk_accepts(events: list[dict[str, Any]]) -> bool:
     """The SDK accepts the stream and, when completed, accumulates our final output."""
     try:
         accumulated = sdk_accumulate(events)
-    except Exception:  # noqa: BLE001 - any SDK rejection counts
+    except Exception:
         return False
     if events and events[-1].get("type") == "response.completed":
         if accumulated is None:
@@ -144,7 +145,7 @@ def judge_output(output: SyntheticOutput, impl: str, tally: Tally, *, encoding: 
         label = split if isinstance(split, int) else "random"
         try:
             events = stream_events(output, split, impl=impl, encoding=encoding)
-        except Exception as exc:  # noqa: BLE001 - the baseline may raise; count it
+        except Exception as exc:
             tally.raised += 1
             _example(tally, f"seed {output.seed} ({output.name}) split {label}: raised {exc!r}")
             continue

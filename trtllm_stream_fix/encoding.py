@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Offline gpt-oss Harmony encoding.
 
 ``openai_harmony.load_harmony_encoding`` downloads ``o200k_base.tiktoken`` unless

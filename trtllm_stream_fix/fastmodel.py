@@ -9,7 +9,8 @@ directly (about 1 µs). The result serialises exactly like a validated model.
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined

@@ -15,8 +15,8 @@ an incomplete UTF-8 sequence.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence, Union
 
 from openai_harmony import HarmonyEncoding, HarmonyError, Message, Role, StreamableParser
 
@@ -67,7 +67,7 @@ class MessageClosed:
     partial_utf8: bool = False
 
 
-Fact = Union[MessageOpened, ContentDelta, MessageClosed]
+Fact = MessageOpened | ContentDelta | MessageClosed
 
 
 class HarmonyStreamError(RuntimeError):

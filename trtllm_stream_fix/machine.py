@@ -10,12 +10,13 @@ the terminal event. Errors never escape ``feed``: they end the stream with ``err
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from openai.types.responses import Response
 
 from . import events as ev
-from .config import StreamConfig
+from .config import DEFAULT_CONFIG, StreamConfig
 from .context import ResponseContext
 from .harmony_driver import (
     STOP_TOKENS,
@@ -43,7 +44,7 @@ def message_text(message: Any) -> str:
 class _OpenMessage:
     """The Harmony message being parsed: its deltas and the item it feeds (if streamed)."""
 
-    __slots__ = ("kind", "phase", "recipient", "opened_at", "record", "chunks")
+    __slots__ = ("chunks", "kind", "opened_at", "phase", "recipient", "record")
 
     def __init__(self, kind: ItemKind, phase: str | None, recipient: str | None, at: int):
         self.kind = kind
@@ -61,7 +62,7 @@ class ResponsesEventMachine:
         self,
         context: ResponseContext,
         *,
-        config: StreamConfig = StreamConfig(),
+        config: StreamConfig = DEFAULT_CONFIG,
         encoding: Any = None,
         first_sequence_number: int = 0,
     ) -> None:
@@ -125,7 +126,7 @@ class ResponsesEventMachine:
             # One content token per engine response (stream_interval 1): skip the facts.
             try:
                 delta = self._driver.content_delta(token_ids[0])
-            except Exception as exc:  # noqa: BLE001 - nothing may escape into the server
+            except Exception as exc:
                 return self._fail_events(f"internal error: {type(exc).__name__}: {exc}")
             self._output_tokens += 1
             if delta:
@@ -147,7 +148,7 @@ class ResponsesEventMachine:
             # Tokens after the offending one were never parsed: not output.
             self._output_tokens = exc.token_index + 1
             out.extend(self._fail_events(f"invalid Harmony token sequence: {exc}", "server_error"))
-        except Exception as exc:  # noqa: BLE001 - nothing may escape into the server
+        except Exception as exc:
             logger.exception("response %s: internal error", self.context.response_id)
             out.extend(self._fail_events(f"internal error: {type(exc).__name__}: {exc}"))
         return out
@@ -267,7 +268,7 @@ class ResponsesEventMachine:
                 record.text = "".join(open_message.chunks)
                 record.status = "incomplete"
                 self._close_item(record, out)
-        except Exception:  # noqa: BLE001 - closing must not prevent the terminal events
+        except Exception:
             logger.exception("response %s: cannot close the open item", self.context.response_id)
         out.append(ev.error(message, code, self._next()))
         self._terminate(out, "response.failed", "failed", error=(code, message))

@@ -8,11 +8,12 @@ types, texts, statuses and order.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from openai.types.responses import Response
 
-from .config import StreamConfig
+from .config import DEFAULT_CONFIG, StreamConfig
 from .context import ResponseContext
 from .harmony_driver import (
     ContentDelta,
@@ -33,7 +34,7 @@ def output_items(
     token_ids: Sequence[int],
     finish_reason: str | None,
     *,
-    config: StreamConfig = StreamConfig(),
+    config: StreamConfig = DEFAULT_CONFIG,
     encoding: Any = None,
 ) -> tuple[list[ItemRecord], int, str | None, bool, int]:
     """``(items, reasoning_tokens, error, header_cut, parsed)`` for a whole generation.
@@ -97,7 +98,7 @@ def build_response(
     token_ids: Sequence[int],
     finish_reason: str | None,
     *,
-    config: StreamConfig = StreamConfig(),
+    config: StreamConfig = DEFAULT_CONFIG,
     encoding: Any = None,
 ) -> Response:
     """The non-streaming ``Response`` for a complete generation."""

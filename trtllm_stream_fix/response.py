@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any, List, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from openai._models import construct_type
 from openai.types.responses import Response, ResponseUsage, Tool
@@ -35,7 +36,7 @@ def usage(input_tokens: int, output_tokens: int, reasoning_tokens: int) -> Respo
 
 def build_response(
     context: ResponseContext,
-    tools: List[Any],
+    tools: list[Any],
     items: Sequence[ItemRecord],
     *,
     status: str,

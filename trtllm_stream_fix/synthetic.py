@@ -503,7 +503,8 @@ _NAMED: dict[str, tuple[Literal["stop", "length"], bool, tuple[str, ...]]] = {
         False,
         (
             "<|channel|>analysis<|message|>User wants emoji 🤔 and some 日本語.<|end|>",
-            f"{_A}<|channel|>final<|message|>Voilà 🎉🇫🇷 — こんにちは世界! Ça marche 👍🏽.<|return|>",
+            f"{_A}<|channel|>final<|message|>Voilà 🎉🇫🇷 — こんにちは世界! Ça marche 👍🏽."
+            "<|return|>",
         ),
     ),
     "malformed_missing_start": (

@@ -8,7 +8,8 @@ appearance, so two streams of the same tokens compare equal whatever the batch s
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 DELTA_TYPES = frozenset(
     (

@@ -554,7 +554,7 @@ class ResponsesStreamChecker:
                 f"response.output has {len(output)} items {ids}, "
                 f"stream has {len(done)} done items {[it.id for it in done]}",
             )
-        for item, final in zip(done, output):  # noqa: B905 (lengths checked above)
+        for item, final in zip(done, output):
             if not isinstance(final, Mapping):
                 self._violate("terminal-output", f"output entry {final!r} is not an object")
                 continue
@@ -677,7 +677,7 @@ class ResponsesStreamChecker:
                 "text-mismatch",
                 f"{where} of {item_id!r} has {len(entries)} entries, stream has {len(parts)} parts",
             )
-        for k, (part, entry) in enumerate(zip(parts, entries)):  # noqa: B905
+        for k, (part, entry) in enumerate(zip(parts, entries)):
             text = _part_text(entry)
             kind = entry.get("type") if isinstance(entry, Mapping) else None
             if kind != part.kind and not (part.kind == "summary_text" and kind is None):

@@ -130,5 +130,5 @@ def register_from_pth() -> None:
     """Entry point of the ``.pth`` line: never raises (start-up must not break)."""
     try:
         register()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         sys.stderr.write(f"[trtllm-stream-fix] import hook not registered: {exc}\n")

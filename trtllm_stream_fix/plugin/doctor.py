@@ -133,12 +133,12 @@ def doctor_report(
     importable = True
     try:
         import tensorrt_llm.serve.responses_utils
-    except Exception:  # noqa: BLE001 - reported, not raised
+    except Exception:
         importable = False
     if importable:
         try:
             import tensorrt_llm.serve.openai_server  # noqa: F401
-        except Exception as exc:  # noqa: BLE001 - its binding then shows as not loaded
+        except Exception as exc:
             logger.info("tensorrt_llm.serve.openai_server not importable: %s", exc)
         if mode != "off":
             install(mode="on")

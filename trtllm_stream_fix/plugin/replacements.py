@@ -34,7 +34,7 @@ def harmony_messages(token_ids: list[int]) -> list[Any]:
     """Upstream's parse of the output tokens (conversation history); [] if it cannot parse."""
     try:
         return list(sys.modules[RESPONSES_UTILS]._parse_output_tokens(token_ids))
-    except Exception as exc:  # noqa: BLE001 - history is best effort, the items are not
+    except Exception as exc:
         logger.debug("output tokens not parsable as Harmony messages: %s", exc)
         return []
 

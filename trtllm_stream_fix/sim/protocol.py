@@ -75,7 +75,9 @@ def parse_request(raw: bytes) -> ResponsesRequest:
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RequestError(400, f"request body is not valid JSON: {exc}", code="invalid_json")
+        raise RequestError(
+            400, f"request body is not valid JSON: {exc}", code="invalid_json"
+        ) from None
     if not isinstance(data, dict):
         raise RequestError(400, "request body must be a JSON object", code="invalid_json")
     try:

@@ -58,7 +58,7 @@ def sdk_stream(client: Any, request: dict[str, Any]) -> SDKResult:
                 pass
             if result.terminal == "completed":
                 result.final_texts = _texts(helper.get_final_response())
-    except Exception as exc:  # noqa: BLE001 - any SDK failure is the result
+    except Exception as exc:
         result.error = f"{type(exc).__name__}: {exc}"
         return result
     result.ok = result.terminal is not None

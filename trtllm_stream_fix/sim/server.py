@@ -100,7 +100,7 @@ class _Streamer:
                     finished=response.finished,
                     finish_reason=response.finish_reason,
                 )
-            except Exception as exc:  # noqa: BLE001 - upstream-equivalent generator only
+            except Exception as exc:
                 # Upstream's stream guard turns an escaping exception into error + failed.
                 logger.warning("upstream-equivalent stream raised: %r", exc)
                 failed = _failed_events(context, f"{type(exc).__name__}: {exc}", next_seq)

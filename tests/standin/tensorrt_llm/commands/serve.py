@@ -19,5 +19,6 @@ def main(model: str, extra: tuple[str, ...]) -> None:
     from tensorrt_llm.serve import openai_server
 
     LAST_CALL.clear()
-    LAST_CALL.update(model=model, extra=list(extra),
-                     processor=openai_server.ResponsesStreamingProcessor)
+    LAST_CALL.update(
+        model=model, extra=list(extra), processor=openai_server.ResponsesStreamingProcessor
+    )

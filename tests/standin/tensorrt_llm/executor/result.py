@@ -32,18 +32,19 @@ class CompletionOutput:
 
     @property
     def text_diff(self) -> str:
-        return self.text[self._last_text_len:]
+        return self.text[self._last_text_len :]
 
     @property
     def token_ids_diff(self) -> list[int]:
-        return self.token_ids[self._last_token_ids_len:]
+        return self.token_ids[self._last_token_ids_len :]
 
 
 class GenerationResult:
     """One request's result, updated in place by every engine response."""
 
-    def __init__(self, id: int, sampling_params: SamplingParams,
-                 prompt_token_ids: list[int] | None = None) -> None:
+    def __init__(
+        self, id: int, sampling_params: SamplingParams, prompt_token_ids: list[int] | None = None
+    ) -> None:
         self.id = id
         self.sampling_params = sampling_params
         self.prompt_token_ids = list(prompt_token_ids or [])
@@ -58,8 +59,14 @@ class GenerationResult:
     def finished(self) -> bool:
         return self._done
 
-    def _handle_sequence(self, new_token_ids: Sequence[int], *, done: bool = False,
-                         finish_reason: str | None = None, text: str = "") -> None:
+    def _handle_sequence(
+        self,
+        new_token_ids: Sequence[int],
+        *,
+        done: bool = False,
+        finish_reason: str | None = None,
+        text: str = "",
+    ) -> None:
         """Apply one engine response: diff bookkeeping, then stop-word trimming on done."""
         output = self._outputs[0]
         output._last_token_ids_len = len(output.token_ids)
@@ -73,7 +80,7 @@ class GenerationResult:
         if finish_reason != "stop" or self.sampling_params.include_stop_str_in_output:
             return
         for stop_ids in self.sampling_params._get_stop_words():
-            if output.token_ids[-len(stop_ids):] == stop_ids:
+            if output.token_ids[-len(stop_ids) :] == stop_ids:
                 output.stop_reason = stop_ids[0]
-                output.token_ids = output.token_ids[:-len(stop_ids)]
+                output.token_ids = output.token_ids[: -len(stop_ids)]
                 break

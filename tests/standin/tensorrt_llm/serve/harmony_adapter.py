@@ -27,7 +27,6 @@ def _load_encoding():
 
 
 class HarmonyStreamState:
-
     def __init__(self, request_id: str, encoding, available_tools=None, tool_choice=None):
         self.request_id = request_id
         self.encoding = encoding
@@ -47,7 +46,6 @@ class HarmonyStreamState:
 
 
 class HarmonyAdapter:
-
     def __init__(self) -> None:
         self.encoding = _load_encoding()
         self._stream_states: dict[str, HarmonyStreamState] = {}
@@ -58,8 +56,9 @@ class HarmonyAdapter:
     def get_stream_state(self, request_id: str) -> HarmonyStreamState | None:
         return self._stream_states.get(request_id)
 
-    def create_stream_state(self, request_id: str, available_tools=None,
-                            tool_choice=None) -> HarmonyStreamState:
+    def create_stream_state(
+        self, request_id: str, available_tools=None, tool_choice=None
+    ) -> HarmonyStreamState:
         if request_id in self._stream_states:
             logger.warning("Stream state for %s already exists; replacing it", request_id)
         state = HarmonyStreamState(request_id, self.encoding, available_tools, tool_choice)
@@ -70,17 +69,23 @@ class HarmonyAdapter:
         self._stream_states.pop(request_id, None)
 
     def stateful_stream_harmony_tokens_to_openai_messages(
-            self, request_id: str, tokens: list[int],
-            available_tools: list[dict[str, Any]] | None = None,
-            tool_choice: str | None = None) -> list[Message]:
+        self,
+        request_id: str,
+        tokens: list[int],
+        available_tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+    ) -> list[Message]:
         state = self._stream_states.get(request_id)
         if state is None:
             state = self.create_stream_state(request_id, available_tools, tool_choice)
         try:
             return state.process_token_batch_to_messages(tokens)
         except (HarmonyError, UnicodeDecodeError, ValueError):
-            logger.error("Streaming: Failed to process token batch of %d tokens for request %s",
-                         len(tokens), request_id)
+            logger.error(
+                "Streaming: Failed to process token batch of %d tokens for request %s",
+                len(tokens),
+                request_id,
+            )
             return []
 
 

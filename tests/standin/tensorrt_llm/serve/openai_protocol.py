@@ -37,8 +37,9 @@ class ResponsesRequest(OpenAIBaseModel):
     reasoning: Reasoning | None = None
     request_id: str = Field(default_factory=lambda: f"resp_{uuid.uuid4().hex}")
 
-    def to_sampling_params(self, default_sampling_params: dict | None = None,
-                           reasoning_parser: str | None = None) -> SamplingParams:
+    def to_sampling_params(
+        self, default_sampling_params: dict | None = None, reasoning_parser: str | None = None
+    ) -> SamplingParams:
         defaults = default_sampling_params or {}
         return SamplingParams(
             max_tokens=self.max_output_tokens,
@@ -65,9 +66,16 @@ class ResponsesResponse(OpenAIBaseModel):
     tools: list[Any] = Field(default_factory=list)
 
     @classmethod
-    def from_request(cls, request: ResponsesRequest, sampling_params: SamplingParams,
-                     model_name: str, created_time: int, output: list[Any], status: str,
-                     usage: ResponseUsage | None) -> ResponsesResponse:
+    def from_request(
+        cls,
+        request: ResponsesRequest,
+        sampling_params: SamplingParams,
+        model_name: str,
+        created_time: int,
+        output: list[Any],
+        status: str,
+        usage: ResponseUsage | None,
+    ) -> ResponsesResponse:
         return cls(
             id=request.request_id,
             created_at=created_time or int(time.time()),

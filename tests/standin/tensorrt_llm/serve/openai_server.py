@@ -38,10 +38,14 @@ Engine = Callable[[list[int], Any], AsyncIterator[Any]]
 
 
 class OpenAIServer:
-
-    def __init__(self, engine: Engine, model: str = "gpt-oss-20b", use_harmony: bool = True,
-                 num_postprocess_workers: int = 0,
-                 worker: Callable[[bytes, Any], Any] | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        model: str = "gpt-oss-20b",
+        use_harmony: bool = True,
+        num_postprocess_workers: int = 0,
+        worker: Callable[[bytes, Any], Any] | None = None,
+    ) -> None:
         self.engine = engine
         self.model = model
         self.use_harmony = use_harmony
@@ -57,28 +61,43 @@ class OpenAIServer:
         prev_response = None
         if self.enable_store and request.previous_response_id is not None:
             prev_response = await self.conversation_store.load_response(
-                request.previous_response_id)
+                request.previous_response_id
+            )
         input_tokens, sampling_params = await responses_api_request_preprocess(
-            request=request, prev_response=prev_response,
+            request=request,
+            prev_response=prev_response,
             conversation_store=self.conversation_store,
-            enable_store=self.enable_store and request.store, use_harmony=self.use_harmony,
-            reasoning_parser="gpt_oss" if self.use_harmony else self.reasoning_parser)
+            enable_store=self.enable_store and request.store,
+            use_harmony=self.use_harmony,
+            reasoning_parser="gpt_oss" if self.use_harmony else self.reasoning_parser,
+        )
         streaming_processor = None
         if request.stream:
             streaming_processor = ResponsesStreamingProcessor(
-                request=request, sampling_params=sampling_params, model_name=self.model,
+                request=request,
+                sampling_params=sampling_params,
+                model_name=self.model,
                 conversation_store=self.conversation_store,
                 enable_store=self.enable_store and request.store,
-                use_harmony=self.use_harmony, reasoning_parser=self.reasoning_parser,
-                tool_parser=self.tool_parser)
+                use_harmony=self.use_harmony,
+                reasoning_parser=self.reasoning_parser,
+                tool_parser=self.tool_parser,
+            )
         postproc_args = ResponsesAPIPostprocArgs(
-            model=self.model, request=request, sampling_params=sampling_params,
-            use_harmony=self.use_harmony, reasoning_parser=self.reasoning_parser,
-            tool_parser=self.tool_parser, streaming_processor=streaming_processor)
+            model=self.model,
+            request=request,
+            sampling_params=sampling_params,
+            use_harmony=self.use_harmony,
+            reasoning_parser=self.reasoning_parser,
+            tool_parser=self.tool_parser,
+            streaming_processor=streaming_processor,
+        )
         postproc_params = PostprocParams(
             post_processor=responses_api_streaming_post_processor
-            if request.stream else responses_api_post_processor,
-            postproc_args=postproc_args)
+            if request.stream
+            else responses_api_post_processor,
+            postproc_args=postproc_args,
+        )
         # The executor pickles the params when the request is submitted.
         shipped = pickle.dumps(postproc_params) if self.postproc_worker_enabled else None
         promise = self.engine(input_tokens, sampling_params)
@@ -92,13 +111,20 @@ class OpenAIServer:
         if self.postproc_worker_enabled:
             return self.worker(shipped, final_res)
         return await responses_api_create_response(
-            generator=None, request=request, sampling_params=sampling_params,
-            model_name=self.model, conversation_store=self.conversation_store,
-            generation_result=final_res, enable_store=self.enable_store and request.store,
-            use_harmony=self.use_harmony, num_prompt_tokens=len(input_tokens))
+            generator=None,
+            request=request,
+            sampling_params=sampling_params,
+            model_name=self.model,
+            conversation_store=self.conversation_store,
+            generation_result=final_res,
+            enable_store=self.enable_store and request.store,
+            use_harmony=self.use_harmony,
+            num_prompt_tokens=len(input_tokens),
+        )
 
-    async def _create_streaming_generator(self, promise, postproc_params: PostprocParams,
-                                          shipped: bytes | None):
+    async def _create_streaming_generator(
+        self, promise, postproc_params: PostprocParams, shipped: bytes | None
+    ):
         post_processor, args = postproc_params.post_processor, postproc_params.postproc_args
         sequence_number = 0
         for frame in args.streaming_processor.get_initial_responses():

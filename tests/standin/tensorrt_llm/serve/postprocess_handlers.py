@@ -24,21 +24,29 @@ class ResponsesAPIPostprocArgs(PostprocArgs):
     streaming_processor: ResponsesStreamingProcessor | None = None
 
 
-def responses_api_post_processor(rsp: GenerationResult,
-                                 args: ResponsesAPIPostprocArgs) -> ResponsesResponse:
+def responses_api_post_processor(
+    rsp: GenerationResult, args: ResponsesAPIPostprocArgs
+) -> ResponsesResponse:
     return responses_api_create_response_non_store(
-        generation_result=rsp, request=args.request, sampling_params=args.sampling_params,
-        model_name=args.model, use_harmony=args.use_harmony,
-        reasoning_parser=args.reasoning_parser, tool_parser=args.tool_parser,
-        num_prompt_tokens=args.num_prompt_tokens)
+        generation_result=rsp,
+        request=args.request,
+        sampling_params=args.sampling_params,
+        model_name=args.model,
+        use_harmony=args.use_harmony,
+        reasoning_parser=args.reasoning_parser,
+        tool_parser=args.tool_parser,
+        num_prompt_tokens=args.num_prompt_tokens,
+    )
 
 
-def responses_api_streaming_post_processor(rsp: GenerationResult,
-                                           args: ResponsesAPIPostprocArgs) -> list[str]:
+def responses_api_streaming_post_processor(
+    rsp: GenerationResult, args: ResponsesAPIPostprocArgs
+) -> list[str]:
     if args.streaming_processor is None:
         raise ValueError("streaming_processor is required for streaming post-processing")
     outputs = args.streaming_processor.process_single_output(rsp)
     if rsp._done:
         outputs.append(
-            args.streaming_processor.get_final_response_non_store(rsp, args.num_prompt_tokens))
+            args.streaming_processor.get_final_response_non_store(rsp, args.num_prompt_tokens)
+        )
     return outputs

@@ -102,19 +102,28 @@ def _parse_response_input(input_msg, prev_responses) -> Message | None:
         logger.warning("Responses API: Invalid input message type")
         return None
     if kind == "function_call_output":
-        call = next((r for r in reversed(prev_responses)
-                     if isinstance(r, ResponseFunctionToolCall)
-                     and r.call_id == input_msg["call_id"]), None)
+        call = next(
+            (
+                r
+                for r in reversed(prev_responses)
+                if isinstance(r, ResponseFunctionToolCall) and r.call_id == input_msg["call_id"]
+            ),
+            None,
+        )
         if call is None:
             raise ValueError(f"No call message found for {input_msg['call_id']}")
-        return Message.from_author_and_content(Author.new(Role.TOOL, f"functions.{call.name}"),
-                                               input_msg["output"])
+        return Message.from_author_and_content(
+            Author.new(Role.TOOL, f"functions.{call.name}"), input_msg["output"]
+        )
     if kind == "reasoning":
         return Message.from_role_and_content(Role.ASSISTANT, input_msg["content"][0]["text"])
     if kind == "function_call":
         msg = Message.from_role_and_content(Role.ASSISTANT, input_msg["arguments"])
-        return (msg.with_channel("commentary").with_recipient(
-            f"functions.{input_msg['name']}").with_content_type("json"))
+        return (
+            msg.with_channel("commentary")
+            .with_recipient(f"functions.{input_msg['name']}")
+            .with_content_type("json")
+        )
     raise ValueError(f"Unknown input type: {kind}")
 
 
@@ -128,15 +137,20 @@ def _get_developer_message(instructions: str | None = None, tools=None) -> Messa
         content = content.with_instructions(instructions)
     functions = [t for t in tools or [] if t.type == "function"]
     if functions:
-        content = content.with_function_tools([
-            ToolDescription.new(name=t.name, description=t.description or "",
-                                parameters=t.parameters) for t in functions
-        ])
+        content = content.with_function_tools(
+            [
+                ToolDescription.new(
+                    name=t.name, description=t.description or "", parameters=t.parameters
+                )
+                for t in functions
+            ]
+        )
     return Message.from_role_and_content(Role.DEVELOPER, content)
 
 
-def _construct_harmony_messages(request: ResponsesRequest, prev_response,
-                                prev_msgs: list[Message] | None = None) -> list[Message]:
+def _construct_harmony_messages(
+    request: ResponsesRequest, prev_response, prev_msgs: list[Message] | None = None
+) -> list[Message]:
     messages: list[Message] = []
     if prev_response is None:
         messages.append(_get_system_message())
@@ -161,21 +175,29 @@ def _render_for_completion(messages: list[Message]) -> list[int]:
     return _get_encoding().render_conversation_for_completion(conversation, Role.ASSISTANT)
 
 
-async def _create_input_tokens_harmony(request, prev_response, prev_msgs, conversation_store,
-                                       enable_store) -> list[int]:
+async def _create_input_tokens_harmony(
+    request, prev_response, prev_msgs, conversation_store, enable_store
+) -> list[int]:
     messages = _construct_harmony_messages(request, prev_response, prev_msgs=prev_msgs)
     if enable_store and request.store:
         kept = [m for m in messages if m.channel != "analysis"]
-        await conversation_store.store_messages(request.request_id, kept,
-                                                request.previous_response_id)
+        await conversation_store.store_messages(
+            request.request_id, kept, request.previous_response_id
+        )
     return _render_for_completion(messages)
 
 
-async def request_preprocess(request: ResponsesRequest, prev_response, conversation_store,
-                             enable_store: bool, use_harmony: bool, tokenizer=None,
-                             model_config=None, processor=None,
-                             reasoning_parser: str | None = None
-                             ) -> tuple[list[int], SamplingParams]:
+async def request_preprocess(
+    request: ResponsesRequest,
+    prev_response,
+    conversation_store,
+    enable_store: bool,
+    use_harmony: bool,
+    tokenizer=None,
+    model_config=None,
+    processor=None,
+    reasoning_parser: str | None = None,
+) -> tuple[list[int], SamplingParams]:
     sampling_params = request.to_sampling_params(
         default_sampling_params={
             "stop_token_ids": get_harmony_adapter().get_stop_tokens() if use_harmony else []
@@ -184,12 +206,12 @@ async def request_preprocess(request: ResponsesRequest, prev_response, conversat
     )
     prev_msgs = []
     if enable_store and request.previous_response_id is not None:
-        prev_msgs = await conversation_store.get_conversation_history(
-            request.previous_response_id)
+        prev_msgs = await conversation_store.get_conversation_history(request.previous_response_id)
     if not use_harmony:
         raise NotImplementedError("the stand-in renders Harmony prompts only")
-    input_tokens = await _create_input_tokens_harmony(request, prev_response, prev_msgs,
-                                                      conversation_store, enable_store)
+    input_tokens = await _create_input_tokens_harmony(
+        request, prev_response, prev_msgs, conversation_store, enable_store
+    )
     return input_tokens, sampling_params
 
 
@@ -203,9 +225,13 @@ def _parse_output_tokens(tokens: list[int]) -> list[Message]:
 
 
 def _reasoning_item(text: str) -> ResponseReasoningItem:
-    return ResponseReasoningItem(id=f"rs_{_random_uuid()}", summary=[], type="reasoning",
-                                 content=[Content(text=text, type="reasoning_text")],
-                                 status=None)
+    return ResponseReasoningItem(
+        id=f"rs_{_random_uuid()}",
+        summary=[],
+        type="reasoning",
+        content=[Content(text=text, type="reasoning_text")],
+        status=None,
+    )
 
 
 def _parse_output_message_harmony(message: Message) -> list[ResponseOutputItem]:
@@ -220,36 +246,55 @@ def _parse_output_message_harmony(message: Message) -> list[ResponseOutputItem]:
             pass  # preambles are dropped
         elif recipient.startswith("functions."):
             items.extend(
-                ResponseFunctionToolCall(arguments=c.text, call_id=f"call_{_random_uuid()}",
-                                         type="function_call", name=recipient.split(".")[-1],
-                                         id=f"fc_{_random_uuid()}") for c in message.content)
+                ResponseFunctionToolCall(
+                    arguments=c.text,
+                    call_id=f"call_{_random_uuid()}",
+                    type="function_call",
+                    name=recipient.split(".")[-1],
+                    id=f"fc_{_random_uuid()}",
+                )
+                for c in message.content
+            )
         elif recipient.startswith(("python", "browser")):
             items.extend(_reasoning_item(c.text) for c in message.content)
         else:
             raise ValueError(f"Unknown recipient: {recipient}")
     elif message.channel == "final":
         items.append(
-            ResponseOutputMessage(id=f"msg_{_random_uuid()}", role="assistant",
-                                  status="completed", type="message", content=[
-                                      ResponseOutputText(text=c.text, annotations=[],
-                                                         type="output_text", logprobs=None)
-                                      for c in message.content
-                                  ]))
+            ResponseOutputMessage(
+                id=f"msg_{_random_uuid()}",
+                role="assistant",
+                status="completed",
+                type="message",
+                content=[
+                    ResponseOutputText(
+                        text=c.text, annotations=[], type="output_text", logprobs=None
+                    )
+                    for c in message.content
+                ],
+            )
+        )
     else:
         raise ValueError(f"Unknown channel: {message.channel}")
     return items
 
 
 def finish_reason_mapping(finish_reason: str) -> str:
-    mapping = {"stop": "completed", "length": "incomplete", "timeout": "failed",
-               "cancelled": "cancelled", "not_finished": "incomplete"}
+    mapping = {
+        "stop": "completed",
+        "length": "incomplete",
+        "timeout": "failed",
+        "cancelled": "cancelled",
+        "not_finished": "incomplete",
+    }
     if finish_reason not in mapping:
         raise RuntimeError(f"Unhandled finish reason {finish_reason!r} in finish_reason_mapping")
     return mapping[finish_reason]
 
 
 def _create_output_content_harmony(
-        final_res: RequestOutput) -> tuple[list[ResponseOutputItem], list[Message]]:
+    final_res: RequestOutput,
+) -> tuple[list[ResponseOutputItem], list[Message]]:
     output_messages = _parse_output_tokens(final_res.outputs[0].token_ids)
     output_content: list[ResponseOutputItem] = []
     for msg in output_messages:
@@ -257,72 +302,133 @@ def _create_output_content_harmony(
     return output_content, output_messages
 
 
-def _create_usage(final_res, num_prompt_tokens: int | None = None, tokenizer=None,
-                  reasoning_texts=None) -> ResponseUsage | None:
+def _create_usage(
+    final_res, num_prompt_tokens: int | None = None, tokenizer=None, reasoning_texts=None
+) -> ResponseUsage | None:
     if num_prompt_tokens is None:
         prompt = getattr(final_res, "prompt_token_ids", None)
         if prompt is None:
             return None
         num_prompt_tokens = len(prompt)
     output_tokens = sum(len(o.token_ids) for o in final_res.outputs)
-    return ResponseUsage(input_tokens=num_prompt_tokens,
-                         input_tokens_details=InputTokensDetails(cached_tokens=0, cache_write_tokens=0),
-                         output_tokens=output_tokens,
-                         output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
-                         total_tokens=num_prompt_tokens + output_tokens)
+    return ResponseUsage(
+        input_tokens=num_prompt_tokens,
+        input_tokens_details=InputTokensDetails(cached_tokens=0, cache_write_tokens=0),
+        output_tokens=output_tokens,
+        output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
+        total_tokens=num_prompt_tokens + output_tokens,
+    )
 
 
-def _create_response(final_res, use_harmony: bool, request: ResponsesRequest, model_name: str,
-                     response_creation_time: int, sampling_params: SamplingParams,
-                     reasoning_parser=None, tool_parser=None, num_prompt_tokens=None,
-                     streamed_tool_call_ids=None, streamed_item_ids=None, tokenizer=None):
+def _create_response(
+    final_res,
+    use_harmony: bool,
+    request: ResponsesRequest,
+    model_name: str,
+    response_creation_time: int,
+    sampling_params: SamplingParams,
+    reasoning_parser=None,
+    tool_parser=None,
+    num_prompt_tokens=None,
+    streamed_tool_call_ids=None,
+    streamed_item_ids=None,
+    tokenizer=None,
+):
     if not use_harmony:
         text = final_res.outputs[0].text
-        output_content = [
-            ResponseOutputMessage(id=f"msg_{_random_uuid()}", role="assistant",
-                                  status="completed", type="message", content=[
-                                      ResponseOutputText(text=text, annotations=[],
-                                                         type="output_text", logprobs=None)
-                                  ])
-        ] if text else []
+        output_content = (
+            [
+                ResponseOutputMessage(
+                    id=f"msg_{_random_uuid()}",
+                    role="assistant",
+                    status="completed",
+                    type="message",
+                    content=[
+                        ResponseOutputText(
+                            text=text, annotations=[], type="output_text", logprobs=None
+                        )
+                    ],
+                )
+            ]
+            if text
+            else []
+        )
         output_messages = []
     else:
         output_content, output_messages = _create_output_content_harmony(final_res)
     response = ResponsesResponse.from_request(
-        request=request, sampling_params=sampling_params, model_name=model_name,
-        created_time=response_creation_time, output=output_content,
+        request=request,
+        sampling_params=sampling_params,
+        model_name=model_name,
+        created_time=response_creation_time,
+        output=output_content,
         status=finish_reason_mapping(final_res.outputs[0].finish_reason),
-        usage=_create_usage(final_res, num_prompt_tokens, tokenizer=tokenizer))
+        usage=_create_usage(final_res, num_prompt_tokens, tokenizer=tokenizer),
+    )
     return response, output_messages
 
 
-async def create_response(request, sampling_params, model_name, conversation_store,
-                          generator=None, generation_result=None, enable_store=False,
-                          use_harmony=True, create_time=None, reasoning_parser=None,
-                          tool_parser=None, num_prompt_tokens=None, streamed_tool_call_ids=None,
-                          streamed_item_ids=None, tokenizer=None) -> ResponsesResponse:
+async def create_response(
+    request,
+    sampling_params,
+    model_name,
+    conversation_store,
+    generator=None,
+    generation_result=None,
+    enable_store=False,
+    use_harmony=True,
+    create_time=None,
+    reasoning_parser=None,
+    tool_parser=None,
+    num_prompt_tokens=None,
+    streamed_tool_call_ids=None,
+    streamed_item_ids=None,
+    tokenizer=None,
+) -> ResponsesResponse:
     final_res = generation_result if generation_result is not None else await generator
     if final_res is None:
         raise RuntimeError("No output generated or provided")
     response, output_messages = _create_response(
-        final_res, use_harmony, request, model_name,
-        create_time if create_time is not None else int(time.time()), sampling_params,
-        num_prompt_tokens=num_prompt_tokens, tokenizer=tokenizer)
+        final_res,
+        use_harmony,
+        request,
+        model_name,
+        create_time if create_time is not None else int(time.time()),
+        sampling_params,
+        num_prompt_tokens=num_prompt_tokens,
+        tokenizer=tokenizer,
+    )
     if enable_store and request.store:
-        await conversation_store.store_response(resp=response, resp_msgs=output_messages,
-                                                prev_resp_id=request.previous_response_id)
+        await conversation_store.store_response(
+            resp=response, resp_msgs=output_messages, prev_resp_id=request.previous_response_id
+        )
     return response
 
 
-def create_response_non_store(generation_result, request, sampling_params, model_name,
-                              use_harmony=True, create_time=None, reasoning_parser=None,
-                              tool_parser=None, num_prompt_tokens=None,
-                              streamed_tool_call_ids=None, streamed_item_ids=None,
-                              tokenizer=None) -> ResponsesResponse:
+def create_response_non_store(
+    generation_result,
+    request,
+    sampling_params,
+    model_name,
+    use_harmony=True,
+    create_time=None,
+    reasoning_parser=None,
+    tool_parser=None,
+    num_prompt_tokens=None,
+    streamed_tool_call_ids=None,
+    streamed_item_ids=None,
+    tokenizer=None,
+) -> ResponsesResponse:
     response, _ = _create_response(
-        generation_result, use_harmony, request, model_name,
-        create_time if create_time is not None else int(time.time()), sampling_params,
-        num_prompt_tokens=num_prompt_tokens, tokenizer=tokenizer)
+        generation_result,
+        use_harmony,
+        request,
+        model_name,
+        create_time if create_time is not None else int(time.time()),
+        sampling_params,
+        num_prompt_tokens=num_prompt_tokens,
+        tokenizer=tokenizer,
+    )
     return response
 
 
@@ -339,9 +445,11 @@ class ConversationHistoryStore:
 
     async def store_response(self, resp, resp_msgs=None, prev_resp_id=None) -> None:
         self.responses[resp.id] = resp
-        conversation_id = (self.response_to_conversation.get(resp.id)
-                           or self.response_to_conversation.get(prev_resp_id or "")
-                           or _random_uuid())
+        conversation_id = (
+            self.response_to_conversation.get(resp.id)
+            or self.response_to_conversation.get(prev_resp_id or "")
+            or _random_uuid()
+        )
         self.conversations.setdefault(conversation_id, []).extend(resp_msgs or [])
         self.response_to_conversation[resp.id] = conversation_id
 
@@ -412,48 +520,59 @@ class ResponsesStreamingEventsHelper:
 
     def _stamp_part(self) -> dict[str, Any]:
         t = self.state_tracker
-        return {**self._stamp(), "item_id": t.current_item_id,
-                "content_index": t.current_content_index}
+        return {
+            **self._stamp(),
+            "item_id": t.current_item_id,
+            "content_index": t.current_content_index,
+        }
 
     def get_response_created_event(self, response) -> ResponseCreatedEvent:
-        return ResponseCreatedEvent(type="response.created", sequence_number=-1,
-                                    response=response)
+        return ResponseCreatedEvent(type="response.created", sequence_number=-1, response=response)
 
     def get_response_in_progress_event(self, response) -> ResponseInProgressEvent:
-        return ResponseInProgressEvent(type="response.in_progress", sequence_number=-1,
-                                       response=response)
+        return ResponseInProgressEvent(
+            type="response.in_progress", sequence_number=-1, response=response
+        )
 
     def get_output_item_added_event(self, item) -> ResponseOutputItemAddedEvent:
-        return ResponseOutputItemAddedEvent(type="response.output_item.added", item=item,
-                                            **self._stamp())
+        return ResponseOutputItemAddedEvent(
+            type="response.output_item.added", item=item, **self._stamp()
+        )
 
     def get_output_item_done_event(self, item) -> ResponseOutputItemDoneEvent:
-        return ResponseOutputItemDoneEvent(type="response.output_item.done", item=item,
-                                           **self._stamp())
+        return ResponseOutputItemDoneEvent(
+            type="response.output_item.done", item=item, **self._stamp()
+        )
 
     def get_content_part_added_event(self, part) -> ResponseContentPartAddedEvent:
-        return ResponseContentPartAddedEvent(type="response.content_part.added", part=part,
-                                             **self._stamp_part())
+        return ResponseContentPartAddedEvent(
+            type="response.content_part.added", part=part, **self._stamp_part()
+        )
 
     def get_content_part_done_event(self, part) -> ResponseContentPartDoneEvent:
-        return ResponseContentPartDoneEvent(type="response.content_part.done", part=part,
-                                            **self._stamp_part())
+        return ResponseContentPartDoneEvent(
+            type="response.content_part.done", part=part, **self._stamp_part()
+        )
 
     def get_text_delta_event(self, delta: str, logprobs) -> ResponseTextDeltaEvent:
-        return ResponseTextDeltaEvent(type="response.output_text.delta", delta=delta,
-                                      logprobs=logprobs, **self._stamp_part())
+        return ResponseTextDeltaEvent(
+            type="response.output_text.delta", delta=delta, logprobs=logprobs, **self._stamp_part()
+        )
 
     def get_text_done_event(self, text: str, logprobs) -> ResponseTextDoneEvent:
-        return ResponseTextDoneEvent(type="response.output_text.done", text=text,
-                                     logprobs=logprobs, **self._stamp_part())
+        return ResponseTextDoneEvent(
+            type="response.output_text.done", text=text, logprobs=logprobs, **self._stamp_part()
+        )
 
     def get_reasoning_text_delta_event(self, delta: str) -> ResponseReasoningTextDeltaEvent:
-        return ResponseReasoningTextDeltaEvent(type="response.reasoning_text.delta",
-                                               delta=delta, **self._stamp_part())
+        return ResponseReasoningTextDeltaEvent(
+            type="response.reasoning_text.delta", delta=delta, **self._stamp_part()
+        )
 
     def get_reasoning_text_done_event(self, text: str) -> ResponseReasoningTextDoneEvent:
-        return ResponseReasoningTextDoneEvent(type="response.reasoning_text.done", text=text,
-                                              **self._stamp_part())
+        return ResponseReasoningTextDoneEvent(
+            type="response.reasoning_text.done", text=text, **self._stamp_part()
+        )
 
     def get_message_output_added_events(self):
         """Non-Harmony path: open a message item once, under a fresh ``msg_`` id."""
@@ -463,16 +582,25 @@ class ResponsesStreamingEventsHelper:
         self.item_id = f"msg_{_random_uuid()}"
         self.state_tracker.emitted_item_ids.append(("message", self.item_id))
         yield self.get_output_item_added_event(
-            ResponseOutputMessage(id=self.item_id, type="message", role="assistant",
-                                  content=[], status="in_progress"))
+            ResponseOutputMessage(
+                id=self.item_id, type="message", role="assistant", content=[], status="in_progress"
+            )
+        )
         yield self.get_content_part_added_event(
-            ResponseOutputText(type="output_text", text="", annotations=[], logprobs=[]))
+            ResponseOutputText(type="output_text", text="", annotations=[], logprobs=[])
+        )
 
 
-def _generate_streaming_event(output, request, finished_generation: bool,
-                              streaming_events_helper: ResponsesStreamingEventsHelper,
-                              reasoning_parser_id=None, tool_parser_id=None,
-                              reasoning_parser_dict=None, tool_parser_dict=None):
+def _generate_streaming_event(
+    output,
+    request,
+    finished_generation: bool,
+    streaming_events_helper: ResponsesStreamingEventsHelper,
+    reasoning_parser_id=None,
+    tool_parser_id=None,
+    reasoning_parser_dict=None,
+    tool_parser_dict=None,
+):
     """Non-Harmony path (text only in the stand-in): one message item, closed on finish."""
     helper = streaming_events_helper
     if output.text_diff:
@@ -485,19 +613,30 @@ def _generate_streaming_event(output, request, finished_generation: bool,
         yield helper.get_text_done_event(text, [])
         yield helper.get_content_part_done_event(part)
         yield helper.get_output_item_done_event(
-            ResponseOutputMessage(id=helper.item_id, content=[part], role="assistant",
-                                  status="completed", type="message"))
+            ResponseOutputMessage(
+                id=helper.item_id,
+                content=[part],
+                role="assistant",
+                status="completed",
+                type="message",
+            )
+        )
         helper.output_index_increment()
         helper.is_output_item_added_sent = False
 
 
-def _generate_streaming_event_harmony(harmony_adapter: HarmonyAdapter, stream_request_id: str,
-                                      output: RequestOutput, request: ResponsesRequest,
-                                      streaming_events_helper: ResponsesStreamingEventsHelper):
+def _generate_streaming_event_harmony(
+    harmony_adapter: HarmonyAdapter,
+    stream_request_id: str,
+    output: RequestOutput,
+    request: ResponsesRequest,
+    streaming_events_helper: ResponsesStreamingEventsHelper,
+):
     helper = streaming_events_helper
     tools = [tool.model_dump() for tool in request.tools]
     messages = harmony_adapter.stateful_stream_harmony_tokens_to_openai_messages(
-        stream_request_id, output.token_ids_diff, tools, request.tool_choice)
+        stream_request_id, output.token_ids_diff, tools, request.tool_choice
+    )
     stream_state = harmony_adapter.get_stream_state(stream_request_id)
     assert stream_state is not None
     parser = stream_state.get_parser()
@@ -514,16 +653,27 @@ def _generate_streaming_event_harmony(harmony_adapter: HarmonyAdapter, stream_re
             elif closed.channel == "analysis":
                 yield helper.get_reasoning_text_done_event(text)
                 yield helper.get_output_item_done_event(
-                    ResponseReasoningItem(type="reasoning", id=helper.item_id, summary=[],
-                                          status="completed",
-                                          content=[Content(text=text, type="reasoning_text")]))
+                    ResponseReasoningItem(
+                        type="reasoning",
+                        id=helper.item_id,
+                        summary=[],
+                        status="completed",
+                        content=[Content(text=text, type="reasoning_text")],
+                    )
+                )
             elif closed.channel == "final":
                 part = ResponseOutputText(type="output_text", text=text, annotations=[])
                 yield helper.get_text_done_event(text, [])
                 yield helper.get_content_part_done_event(part)
                 yield helper.get_output_item_done_event(
-                    ResponseOutputMessage(id=helper.item_id, type="message", role="assistant",
-                                          content=[part], status="completed"))
+                    ResponseOutputMessage(
+                        id=helper.item_id,
+                        type="message",
+                        role="assistant",
+                        content=[part],
+                        status="completed",
+                    )
+                )
 
     # The delta of the batch's last token only.
     delta = parser.last_content_delta
@@ -533,24 +683,33 @@ def _generate_streaming_event_harmony(harmony_adapter: HarmonyAdapter, stream_re
         if not helper.is_output_item_added_sent:
             helper.is_output_item_added_sent = True
             yield helper.get_output_item_added_event(
-                ResponseOutputMessage(id=helper.item_id, type="message", role="assistant",
-                                      content=[], status="in_progress"))
+                ResponseOutputMessage(
+                    id=helper.item_id,
+                    type="message",
+                    role="assistant",
+                    content=[],
+                    status="in_progress",
+                )
+            )
             yield helper.get_content_part_added_event(
-                ResponseOutputText(type="output_text", text="", annotations=[], logprobs=[]))
+                ResponseOutputText(type="output_text", text="", annotations=[], logprobs=[])
+            )
         yield helper.get_text_delta_event(delta, [])
     elif parser.current_channel == "analysis":
         if not helper.is_output_item_added_sent:
             helper.is_output_item_added_sent = True
             yield helper.get_output_item_added_event(
-                ResponseReasoningItem(id=helper.item_id, type="reasoning", summary=[],
-                                      status="in_progress"))
+                ResponseReasoningItem(
+                    id=helper.item_id, type="reasoning", summary=[], status="in_progress"
+                )
+            )
             yield helper.get_content_part_added_event(
-                PartReasoningText(type="reasoning_text", text=""))
+                PartReasoningText(type="reasoning_text", text="")
+            )
         yield helper.get_reasoning_text_delta_event(delta)
 
 
 class ResponsesStreamingProcessor:
-
     def __init__(
         self,
         request: ResponsesRequest,
@@ -568,8 +727,7 @@ class ResponsesStreamingProcessor:
         self.sampling_params = sampling_params
         self.sequence_number = 0
         self.streaming_events_helper = ResponsesStreamingEventsHelper()
-        self.response_creation_time = (create_time if create_time is not None else
-                                       int(time.time()))
+        self.response_creation_time = create_time if create_time is not None else int(time.time())
         self.final_res: RequestOutput | None = None
         self.reasoning_parser_dict: dict = {}
         self.tool_parser_dict: dict = {}
@@ -589,9 +747,14 @@ class ResponsesStreamingProcessor:
 
     def _snapshot(self, status: str, output=None, usage=None) -> dict:
         return ResponsesResponse.from_request(
-            request=self.request, sampling_params=self.sampling_params,
-            model_name=self.model_name, created_time=self.response_creation_time,
-            output=output or [], status=status, usage=usage).model_dump()
+            request=self.request,
+            sampling_params=self.sampling_params,
+            model_name=self.model_name,
+            created_time=self.response_creation_time,
+            output=output or [],
+            status=status,
+            usage=usage,
+        ).model_dump()
 
     def get_initial_responses(self) -> list[str]:
         snapshot = self._snapshot("in_progress")
@@ -601,30 +764,46 @@ class ResponsesStreamingProcessor:
             self._send_event(helper.get_response_in_progress_event(snapshot)),
         ]
 
-    async def get_final_response(self, final_res: RequestOutput,
-                                 num_prompt_tokens: int | None = None,
-                                 tokenizer=None) -> str:
+    async def get_final_response(
+        self, final_res: RequestOutput, num_prompt_tokens: int | None = None, tokenizer=None
+    ) -> str:
         final_response = await create_response(
-            generator=None, request=self.request, sampling_params=self.sampling_params,
-            model_name=self.model_name, conversation_store=self.conversation_store,
-            generation_result=final_res, enable_store=self.enable_store,
-            use_harmony=self.use_harmony, create_time=self.response_creation_time,
-            num_prompt_tokens=num_prompt_tokens, tokenizer=tokenizer)
+            generator=None,
+            request=self.request,
+            sampling_params=self.sampling_params,
+            model_name=self.model_name,
+            conversation_store=self.conversation_store,
+            generation_result=final_res,
+            enable_store=self.enable_store,
+            use_harmony=self.use_harmony,
+            create_time=self.response_creation_time,
+            num_prompt_tokens=num_prompt_tokens,
+            tokenizer=tokenizer,
+        )
         return self._send_event(
-            ResponseCompletedEvent(type="response.completed", sequence_number=-1,
-                                   response=final_response.model_dump()))
+            ResponseCompletedEvent(
+                type="response.completed", sequence_number=-1, response=final_response.model_dump()
+            )
+        )
 
-    def get_final_response_non_store(self, final_res: RequestOutput,
-                                     num_prompt_tokens: int | None = None,
-                                     tokenizer=None) -> str:
+    def get_final_response_non_store(
+        self, final_res: RequestOutput, num_prompt_tokens: int | None = None, tokenizer=None
+    ) -> str:
         final_response = create_response_non_store(
-            generation_result=final_res, request=self.request,
-            sampling_params=self.sampling_params, model_name=self.model_name,
-            use_harmony=self.use_harmony, create_time=self.response_creation_time,
-            num_prompt_tokens=num_prompt_tokens, tokenizer=tokenizer)
+            generation_result=final_res,
+            request=self.request,
+            sampling_params=self.sampling_params,
+            model_name=self.model_name,
+            use_harmony=self.use_harmony,
+            create_time=self.response_creation_time,
+            num_prompt_tokens=num_prompt_tokens,
+            tokenizer=tokenizer,
+        )
         return self._send_event(
-            ResponseCompletedEvent(type="response.completed", sequence_number=-1,
-                                   response=final_response.model_dump()))
+            ResponseCompletedEvent(
+                type="response.completed", sequence_number=-1, response=final_response.model_dump()
+            )
+        )
 
     def process_single_output(self, res: GenerationResult) -> list[str]:
         output = res.outputs[0]
@@ -663,15 +842,30 @@ def stamp_sse_sequence_number(frame: str, sequence_number: int) -> str:
     return f"{head}data: {text}{newline}{tail}"
 
 
-async def process_streaming_events(generator, request, sampling_params, model_name,
-                                   conversation_store, enable_store=False, use_harmony=True,
-                                   create_time=None, reasoning_parser=None, tool_parser=None,
-                                   tokenizer=None):
+async def process_streaming_events(
+    generator,
+    request,
+    sampling_params,
+    model_name,
+    conversation_store,
+    enable_store=False,
+    use_harmony=True,
+    create_time=None,
+    reasoning_parser=None,
+    tool_parser=None,
+    tokenizer=None,
+):
     processor = ResponsesStreamingProcessor(
-        request=request, sampling_params=sampling_params, model_name=model_name,
-        create_time=create_time, conversation_store=conversation_store,
-        enable_store=enable_store, use_harmony=use_harmony,
-        reasoning_parser=reasoning_parser, tool_parser=tool_parser)
+        request=request,
+        sampling_params=sampling_params,
+        model_name=model_name,
+        create_time=create_time,
+        conversation_store=conversation_store,
+        enable_store=enable_store,
+        use_harmony=use_harmony,
+        reasoning_parser=reasoning_parser,
+        tool_parser=tool_parser,
+    )
     for frame in processor.get_initial_responses():
         yield frame
     final_res = None
