@@ -183,3 +183,20 @@ def test_delta_events_name_every_field_of_their_model(encoding, tokens):
         event = ev.delta(ItemRecord.open(kind, 0, None, "functions.f"), "x", 0)
         assert set(event.__dict__) == set(type(event).model_fields)
         type(event).model_validate(event.model_dump())  # and the values validate
+
+
+def test_wire_json_leaves_out_none_exactly_like_exclude_none(encoding):
+    import json
+
+    from trtllm_stream_fix.sse import event_to_json
+
+    tools = [{"type": "function", "name": "f", "parameters": {"type": "object"}, "strict": None}]
+    for output in generate_outputs(40, seed=21):
+        context = ResponseContext.new(tools=tools)
+        machine = ResponsesEventMachine(context, encoding=encoding)
+        events = machine.start() + machine.feed(
+            list(output.delivered), finished=True, finish_reason=output.finish_reason
+        )
+        for event in events:
+            expected = json.loads(event.model_dump_json(exclude_none=True, warnings=False))
+            assert json.loads(event_to_json(event)) == expected, event.type

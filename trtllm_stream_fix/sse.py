@@ -19,30 +19,28 @@ _FLAT_EVENTS = frozenset(
 )
 
 
-def _without_none(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_none(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_without_none(v) for v in value]
-    return value
-
-
 def event_to_dict(event: Any) -> dict[str, Any]:
-    """A JSON-ready dict of ``event`` (fields that are None left out)."""
+    """A JSON-ready dict of ``event`` (fields that are None left out).
+
+    Our models count only non-None values as set (``fastmodel``), so ``exclude_unset`` drops
+    exactly the None fields; pydantic's ``exclude_none`` costs ~200 µs on a Response.
+    """
     if isinstance(event, dict):
         return event
-    # Pruning None ourselves: pydantic's ``exclude_none`` costs ~200 µs on a Response.
-    return _without_none(event.model_dump(mode="json", warnings=False))
+    return event.model_dump(mode="json", exclude_unset=True, warnings=False)
 
 
 def event_to_json(event: Any) -> str:
     """``event`` as compact JSON (fields that are None left out)."""
     if event.type in _FLAT_EVENTS:
+        fields = event.__dict__
+        if None in fields.values():
+            fields = {k: v for k, v in fields.items() if v is not None}
         try:
-            return orjson.dumps({k: v for k, v in event.__dict__.items() if v is not None}).decode()
+            return orjson.dumps(fields).decode()
         except TypeError:  # a nested model (e.g. logprobs entries): let pydantic do it
             pass
-    return orjson.dumps(event_to_dict(event)).decode()
+    return event.model_dump_json(exclude_unset=True, warnings=False)
 
 
 def format_sse(event: Any) -> str:
