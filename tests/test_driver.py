@@ -118,3 +118,17 @@ def test_multibyte_character_split_across_batches(encoding, tokens):
         for batch in batches(token_ids, size):
             text += "".join(f.text for f in driver.feed(batch) if isinstance(f, ContentDelta))
         assert text == "👨‍👩‍👧‍👦 ok"
+
+
+def test_public_parser_api_fallback_gives_the_same_facts(encoding, tokens):
+    token_ids = tokens(TEXT)
+    direct = HarmonyDriver(encoding)
+    assert direct._inner is not direct._parser  # the Rust parser is reachable here
+    fallback = HarmonyDriver(encoding)
+    fallback._inner = fallback._parser  # what an openai-harmony without ``_inner`` gets
+    for size in (1, 3, 20):
+        a = [f for batch in batches(token_ids, size) for f in direct.feed(batch)]
+        b = [f for batch in batches(token_ids, size) for f in fallback.feed(batch)]
+        assert a == b
+        direct, fallback = HarmonyDriver(encoding), HarmonyDriver(encoding)
+        fallback._inner = fallback._parser

@@ -82,11 +82,19 @@ class TruncatedHeaderError(HarmonyStreamError):
     """The stream ended inside a message header (no message was opened for it)."""
 
 
+def _forwards(inner: object) -> bool:
+    return hasattr(inner, "process") and hasattr(type(inner), "last_content_delta")
+
+
 class HarmonyDriver:
     """Feeds one request's tokens to a ``StreamableParser`` and reports what happened."""
 
     def __init__(self, encoding: HarmonyEncoding, role: Role = Role.ASSISTANT) -> None:
         self._parser = StreamableParser(encoding, role)
+        # ``StreamableParser.process`` / ``last_content_delta`` only forward to ``_inner``
+        # (openai-harmony 0.0.x); calling it directly saves two Python frames per token.
+        inner = getattr(self._parser, "_inner", None)
+        self._inner = inner if _forwards(inner) else self._parser
         # A parser built with a role starts inside the first message's header.
         self._phase = Phase.HEADER if role is not None else Phase.EXPECT_START
         self._messages: list[Message] = []
@@ -112,12 +120,13 @@ class HarmonyDriver:
         Precondition: ``phase is Phase.CONTENT`` and ``token not in STOP_TOKENS``. Returns
         the token's delta (None while a UTF-8 sequence is incomplete).
         """
+        inner = self._inner
         try:
-            self._parser.process(token)
+            inner.process(token)
         except HarmonyError as exc:  # pragma: no cover - content tokens are always accepted
             raise HarmonyStreamError(str(exc), self._tokens_fed) from exc
         self._tokens_fed += 1
-        delta = self._parser.last_content_delta
+        delta = inner.last_content_delta
         self._partial_utf8 = not delta
         return delta
 
@@ -138,12 +147,15 @@ class HarmonyDriver:
         fed = self._tokens_fed
         partial = self._partial_utf8
         pending: list[str] = []
+        # Hot locals; the Rust parser behind the Python wrapper when it is reachable.
+        inner = self._inner
+        process, content, stops = inner.process, Phase.CONTENT, STOP_TOKENS
         try:
             for token in token_ids:
-                parser.process(token)
+                process(token)
                 fed += 1
-                if phase is Phase.CONTENT:
-                    if token in STOP_TOKENS:
+                if phase is content:
+                    if token in stops:
                         if pending:
                             out.append(ContentDelta("".join(pending)))
                             pending = []
@@ -152,7 +164,7 @@ class HarmonyDriver:
                         out.append(MessageClosed(token, fed, partial))
                         partial = False
                     else:
-                        delta = parser.last_content_delta
+                        delta = inner.last_content_delta
                         if delta:
                             pending.append(delta)
                             partial = False
@@ -160,7 +172,7 @@ class HarmonyDriver:
                             partial = True
                 elif phase is Phase.HEADER:
                     if token == MESSAGE:
-                        phase = Phase.CONTENT
+                        phase = content
                         partial = False
                         out.append(
                             MessageOpened(
