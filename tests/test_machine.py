@@ -200,3 +200,22 @@ def test_wire_json_leaves_out_none_exactly_like_exclude_none(encoding):
         for event in events:
             expected = json.loads(event.model_dump_json(exclude_none=True, warnings=False))
             assert json.loads(event_to_json(event)) == expected, event.type
+
+
+TOOL_AUTHOR = (
+    "<|channel|>commentary to=functions.f<|message|>{}<|end|>"
+    '<|start|>functions.f to=assistant<|channel|>commentary<|message|>{"x": 1}<|end|>'
+    "<|start|>assistant<|channel|>final<|message|>ok<|return|>"
+)
+
+
+@pytest.mark.parametrize("size", [1, 4, 50])
+def test_tool_authored_message_in_a_completion_is_not_an_item(encoding, tokens, size):
+    token_ids = tokens(TOOL_AUTHOR)[:-1]
+    events = run("ours", split(token_ids, size), encoding=encoding)
+    output = events[-1]["response"]["output"]
+    assert [i["type"] for i in output] == ["function_call", "message"]
+    assert check_responses_events(events).ok
+    context = ResponseContext.new(response_id="resp_test", created_at=0.0)
+    built = event_to_dict(build_response(context, token_ids, "stop", encoding=encoding))
+    assert [i["type"] for i in built["output"]] == ["function_call", "message"]

@@ -44,6 +44,7 @@ class MessageOpened:
     recipient: str | None
     content_type: str | None
     at: int
+    role: Role | None = Role.ASSISTANT
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +181,7 @@ class HarmonyDriver:
                                 parser.current_recipient,
                                 parser.current_content_type,
                                 fed,
+                                parser.current_role,
                             )
                         )
                 else:  # EXPECT_START: the parser raised unless this was <|start|>.

@@ -25,6 +25,7 @@ from openai.types.responses.response_function_web_search import (
     ActionSearch,
 )
 from openai.types.responses.response_reasoning_item import Content as ReasoningContent
+from openai_harmony import Role
 
 from .config import StreamConfig
 from .fastmodel import construct
@@ -46,13 +47,19 @@ STREAMED_KINDS = frozenset((ItemKind.REASONING, ItemKind.MESSAGE, ItemKind.FUNCT
 
 
 def classify(
-    channel: str | None, recipient: str | None, config: StreamConfig
+    channel: str | None,
+    recipient: str | None,
+    config: StreamConfig,
+    role: Role | None = Role.ASSISTANT,
 ) -> tuple[ItemKind, str | None]:
     """Map a message header to ``(kind, phase)``; ``phase`` only for message items.
 
-    Built-in tool messages (``browser.*``, ``python`` and unknown recipients) are returned
-    with ``streamed=False`` semantics by the caller: they are announced at message end.
+    Only assistant messages become items (a tool-authored message in a completion is
+    dropped, as upstream's final response drops it). Built-in tool calls (``browser.*``,
+    ``python`` and unknown recipients) are not streamed: ``is_streamed`` tells.
     """
+    if role is not Role.ASSISTANT:
+        return ItemKind.NONE, None
     if recipient:
         if recipient.startswith(FUNCTION_PREFIX):
             return ItemKind.FUNCTION_CALL, None

@@ -179,7 +179,7 @@ class ResponsesEventMachine:
                 self._close(fact, out)
 
     def _open(self, fact: MessageOpened, out: list[Any]) -> None:
-        kind, phase = classify(fact.channel, fact.recipient, self.config)
+        kind, phase = classify(fact.channel, fact.recipient, self.config, fact.role)
         message = _OpenMessage(kind, phase, fact.recipient, fact.at)
         if is_streamed(kind, fact.recipient):
             record = ItemRecord.open(kind, len(self._items), phase, fact.recipient)

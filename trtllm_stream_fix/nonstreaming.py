@@ -73,7 +73,7 @@ def output_items(
             opened, partial = fact, []
         elif type(fact) is MessageClosed and opened is not None:
             message = next(messages)
-            kind, phase = classify(opened.channel, opened.recipient, config)
+            kind, phase = classify(opened.channel, opened.recipient, config, opened.role)
             if kind is ItemKind.REASONING and not opened.recipient:
                 reasoning_tokens += fact.at - opened.at
             if kind is not ItemKind.NONE:
@@ -83,7 +83,7 @@ def output_items(
                 items.append(record)
             opened = None
     if error and opened is not None:
-        kind, phase = classify(opened.channel, opened.recipient, config)
+        kind, phase = classify(opened.channel, opened.recipient, config, opened.role)
         if kind is not ItemKind.NONE:
             # The stream closes the interrupted item as incomplete; do the same.
             record = ItemRecord.open(kind, len(items), phase, opened.recipient)
