@@ -111,10 +111,18 @@ def _strip_parsed(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def strict_passes(events: list[dict[str, Any]]) -> bool:
+def strict_violations(events: list[dict[str, Any]]) -> list[str]:
+    """The strict checker's violations (a stream without a terminal event has one)."""
     from .checker.responses import check_responses_events
 
-    return check_responses_events(events).ok
+    check = check_responses_events(events)
+    if check.ok:
+        return []
+    return check.violations or ["no terminal event"]
+
+
+def strict_passes(events: list[dict[str, Any]]) -> bool:
+    return not strict_violations(events)
 
 
 @dataclass
@@ -160,10 +168,11 @@ def judge_output(output: SyntheticOutput, impl: str, tally: Tally, *, encoding: 
             tally.sdk_accepted += 1
         else:
             _example(tally, f"seed {output.seed} ({output.name}) split {label}: SDK rejects")
-        if strict_passes(events):
+        violations = strict_violations(events)
+        if not violations:
             tally.strict_passed += 1
         else:
-            _example(tally, f"seed {output.seed} ({output.name}) split {label}: strict fails")
+            _example(tally, f"seed {output.seed} ({output.name}) split {label}: {violations[0]}")
         if final_matches_stream(events):
             tally.final_matches_stream += 1
     return len(splits)
@@ -171,7 +180,7 @@ def judge_output(output: SyntheticOutput, impl: str, tally: Tally, *, encoding: 
 
 def _example(tally: Tally, text: str) -> None:
     if len(tally.examples) < 5:
-        tally.examples.append(text)
+        tally.examples.append(text if len(text) <= 160 else text[:157] + "...")
 
 
 def run_check(
@@ -227,6 +236,7 @@ def check_main(argv: Sequence[str] | None = None) -> int:
 
 
 def _print_table(console: Any, count: int, streams: int, tallies: dict[str, Tally]) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"{count} outputs, {streams} streams per implementation")
@@ -238,7 +248,7 @@ def _print_table(console: Any, count: int, streams: int, tallies: dict[str, Tall
     console.print(table)
     for impl, tally in tallies.items():
         for example in tally.examples:
-            console.print(f"[dim]{impl}: {example}[/dim]")
+            console.print(f"[dim]{impl}: {escape(example)}[/dim]")
 
 
 if __name__ == "__main__":  # pragma: no cover
