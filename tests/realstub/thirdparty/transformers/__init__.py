@@ -1,0 +1,11 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Stand-in for ``transformers`` when it is not installed: ``responses_utils`` imports two
+classes for annotations of its non-Harmony (chat template) path."""
+
+
+class AutoProcessor:
+    pass
+
+
+class PretrainedConfig:
+    pass
