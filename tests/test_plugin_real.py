@@ -1,12 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The plugin against real TensorRT-LLM modules, when they are available.
+"""The plugin against the real TensorRT-LLM Responses modules, when their sources are at hand.
 
-Runs in a subprocess so the stand-in used by the other plugin tests cannot mask the real
-package. Enabled when ``TRTLLM_SOURCE_DIR`` names a TensorRT-LLM checkout (its
-``tensorrt_llm/serve`` modules are loaded under bare parent packages, so the native bindings
-in ``tensorrt_llm/__init__.py`` are not imported) or when ``tensorrt_llm`` is installed;
-otherwise skipped with the reason. Contract: every recorded shape matches, install patches
-every ledger target, uninstall restores them.
+``TRTLLM_SOURCE_DIR`` names a TensorRT-LLM checkout (or any folder with
+``tensorrt_llm/serve/{responses_utils,harmony_adapter,openai_protocol,postprocess_handlers}.py``);
+without it an installed ``tensorrt_llm`` is used for those four files; otherwise every test
+skips with the reason. A subprocess (``tests/realstub/drive.py``) loads the four modules for real
+and everything else they import from our stubs in ``tests/realstub/``, then drives the real
+``ResponsesStreamingProcessor`` the way ``openai_server`` does, for 100 synthetic outputs at 1
+and 20 tokens per engine response and with the processor pickled to an emulated worker, first
+unpatched, then with the plugin installed.
+
+Contract: the recorded shapes match; install patches every loaded target and uninstall
+restores upstream; with the plugin every stream passes the strict checker and the OpenAI SDK
+accumulator and shows the client the same events at any batch size; unpatched upstream fails
+the same checks (so the checks can fail).
 """
 
 from __future__ import annotations
@@ -16,76 +23,99 @@ import json
 import os
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytestmark = pytest.mark.cpu_only
 
 REPO = Path(__file__).resolve().parent.parent
-SOURCE = os.environ.get("TRTLLM_SOURCE_DIR")
-
-CHILD = """
-import json, sys, types
-source = sys.argv[1]
-if source:
-    packages = (("tensorrt_llm", "tensorrt_llm"), ("tensorrt_llm.serve", "tensorrt_llm/serve"))
-    for name, rel in packages:
-        if name not in sys.modules:  # bare packages: skip the native-binding __init__
-            module = types.ModuleType(name)
-            module.__path__ = [f"{source}/{rel}"]
-            sys.modules[name] = module
-out = {}
-try:
-    import tensorrt_llm.serve.responses_utils
-except Exception as exc:
-    print("RESULT " + json.dumps({"skip": f"{type(exc).__name__}: {exc}"}))
-    raise SystemExit(0)
-from trtllm_stream_fix.plugin import targets
-from trtllm_stream_fix.plugin.installer import install, uninstall
-out["checks"] = [c.describe() for c in map(targets.check, targets.ALL_TARGETS) if not c.ok
-                 and c.status != "not-loaded"]
-out["install"] = [o.status for o in install(mode="on").outcomes]
-out["uninstall"] = [o.status for o in uninstall().outcomes]
-print("RESULT " + json.dumps(out))
-"""
+TESTS = REPO / "tests"
+OUTPUTS = 100
+REAL = ("responses_utils", "harmony_adapter", "openai_protocol", "postprocess_handlers")
 
 
-def _real_available() -> str | None:
-    """None when real modules can be tried, else the reason to skip."""
-    if SOURCE:
-        return (
-            None
-            if Path(SOURCE, "tensorrt_llm/serve/responses_utils.py").is_file()
-            else (f"TRTLLM_SOURCE_DIR={SOURCE} has no tensorrt_llm/serve/responses_utils.py")
-        )
-    spec = importlib.util.find_spec("tensorrt_llm")
-    if spec is None:
-        return "TensorRT-LLM is not installed and TRTLLM_SOURCE_DIR is not set"
-    if "standin" in (spec.origin or ""):
-        return "only the test stand-in of tensorrt_llm is importable"
-    return None
+def _source() -> tuple[Path | None, str]:
+    """The folder holding ``tensorrt_llm/serve/``, or None and why not."""
+    configured = os.environ.get("TRTLLM_SOURCE_DIR")
+    if configured:
+        root = Path(configured)
+    else:
+        spec = importlib.util.find_spec("tensorrt_llm")
+        if spec is None or spec.origin is None:
+            return None, "TRTLLM_SOURCE_DIR is not set and TensorRT-LLM is not installed"
+        if "standin" in spec.origin or "realstub" in spec.origin:
+            return None, "TRTLLM_SOURCE_DIR is not set; only a test stand-in is importable"
+        root = Path(spec.origin).resolve().parent.parent
+    missing = [m for m in REAL if not (root / "tensorrt_llm" / "serve" / f"{m}.py").is_file()]
+    if missing:
+        return None, f"{root}/tensorrt_llm/serve lacks {', '.join(missing)}"
+    return root, ""
 
 
-def test_real_modules_match_the_recorded_shapes_and_install_cleanly():
-    reason = _real_available()
-    if reason:
+@cache
+def _run() -> dict[str, Any]:
+    root, reason = _source()
+    if root is None:
         pytest.skip(reason)
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(TESTS), str(REPO))))
+    env.pop("TRTLLM_STREAM_FIX", None)
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, SOURCE or ""],
+        [sys.executable, "-m", "realstub.drive", str(root), str(OUTPUTS)],
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        cwd=TESTS,
+        timeout=600,
         check=False,
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert lines, proc.stderr[-2000:]
-    result = json.loads(lines[0][len("RESULT ") :])
-    if "skip" in result:
-        pytest.skip(f"real responses_utils not importable here: {result['skip']}")
-    assert result["checks"] == []
-    assert "refused" not in result["install"] and "error" not in result["install"]
-    assert result["install"].count("patched") >= 3
-    assert set(result["uninstall"]) == {"restored"}
+    assert lines, proc.stderr[-3000:]
+    result = json.loads(lines[-1][len("RESULT ") :])
+    assert "error" not in result, result.get("traceback", result.get("error"))
+    result["root"] = str(root)
+    return result
+
+
+@pytest.fixture(scope="module")
+def real() -> dict[str, Any]:
+    return _run()
+
+
+def test_the_four_responses_modules_are_loaded_from_the_source_tree(real):
+    serve = Path(real["root"]).resolve() / "tensorrt_llm" / "serve"
+    files = {Path(f).resolve() for f in real["real_files"].values()}
+    assert files == {serve / f"{m}.py" for m in REAL}
+
+
+def test_real_modules_match_the_recorded_shapes(real):
+    bad = {name: status for name, (status, _) in real["checks"].items() if status != "ok"}
+    # openai_server is not imported: its streaming loop is emulated by the driver.
+    assert bad == {"tensorrt_llm.serve.openai_server.ResponsesStreamingProcessor": "not-loaded"}
+
+
+def test_install_patches_the_real_modules_and_uninstall_restores_them(real):
+    statuses = dict(real["install"])
+    assert not {"refused", "error"} & set(statuses.values()), statuses
+    assert list(statuses.values()).count("patched") == 3
+    assert {status for _, status in real["uninstall"]} == {"restored"}
+    assert real["restored"] is True
+
+
+def test_with_the_plugin_every_stream_is_correct_and_batch_independent(real):
+    fixed = real["plugin"]
+    assert fixed["streams"] == 3 * OUTPUTS and fixed["compared"] == 2 * OUTPUTS
+    assert fixed["identical"] == fixed["compared"], fixed["examples"]
+    assert fixed["strict"] == fixed["streams"], fixed["examples"]
+    assert fixed["sdk"] == fixed["streams"], fixed["examples"]
+    assert fixed["raised"] == 0, fixed["examples"]
+
+
+def test_without_the_plugin_real_upstream_fails_the_same_checks(real):
+    upstream = real["upstream"]
+    assert upstream["streams"] == 3 * OUTPUTS
+    assert upstream["strict"] < upstream["streams"] // 2
+    assert upstream["sdk"] < upstream["streams"] // 2
+    assert upstream["identical"] < upstream["compared"] // 2

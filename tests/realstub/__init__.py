@@ -39,10 +39,6 @@ class _RealFinder(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_file_location(fullname, location)
 
 
-def real_file(source_dir: str | Path, module: str) -> Path:
-    return Path(source_dir).joinpath(*module.split(".")).with_suffix(".py")
-
-
 def activate(source_dir: str | Path) -> list[str]:
     """Set up the import system; returns the third-party packages that were stubbed."""
     if "tensorrt_llm" in sys.modules:
