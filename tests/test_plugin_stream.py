@@ -216,3 +216,42 @@ def test_without_the_plugin_the_preamble_loses_its_channel():
     uninstall()
     rendered = load_gpt_oss_encoding().decode(_prompt(_preamble_turn("Checking.")))
     assert "<|start|>assistant<|message|>Checking.<|end|>" in rendered
+
+
+def _reasoning_tool_turn(thought: str) -> list[dict]:
+    return [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [],
+            "content": [{"type": "reasoning_text", "text": thought}],
+        },
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": "get_weather",
+            "arguments": '{"city":"Paris"}',
+        },
+        {"type": "function_call_output", "call_id": "call_1", "output": '{"temp": 20}'},
+    ]
+
+
+def test_reasoning_round_trip_renders_on_the_analysis_channel(fixed):
+    from trtllm_stream_fix.encoding import load_gpt_oss_encoding
+
+    thought = "Need the weather for Paris."
+    rendered = load_gpt_oss_encoding().decode(_prompt(_reasoning_tool_turn(thought)))
+    assert f"<|start|>assistant<|channel|>analysis<|message|>{thought}<|end|>" in rendered
+
+
+def test_without_the_plugin_reasoning_loses_its_channel():
+    """Pinning: upstream renders a reasoning input item with no channel."""
+    from trtllm_stream_fix.encoding import load_gpt_oss_encoding
+
+    uninstall()
+    thought = "Need the weather for Paris."
+    rendered = load_gpt_oss_encoding().decode(_prompt(_reasoning_tool_turn(thought)))
+    assert "<|channel|>analysis" not in rendered
+    assert thought in rendered

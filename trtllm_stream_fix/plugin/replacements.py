@@ -59,9 +59,16 @@ def create_output_content_harmony(
 
 
 def _item_channel(input_msg: Any) -> str | None:
-    """The Harmony channel an assistant ``message`` input item belongs on, from its phase."""
+    """The Harmony channel an input item we streamed belongs on.
+
+    A ``reasoning`` item is the analysis channel; an assistant ``message`` item is the
+    channel of its phase (``commentary`` for a preamble, ``final`` for an answer).
+    """
     item = input_msg if isinstance(input_msg, dict) else getattr(input_msg, "__dict__", {})
-    if item.get("type", "message") != "message" or item.get("role") != "assistant":
+    kind = item.get("type", "message")
+    if kind == "reasoning":
+        return "analysis"
+    if kind != "message" or item.get("role") != "assistant":
         return None
     return PHASE_CHANNELS.get(item.get("phase") or "")
 
