@@ -93,11 +93,18 @@ LEDGER: tuple[LedgerEntry, ...] = (
         why=(
             "An assistant message item sent back as input is rendered without a channel, so a "
             "preamble (phase commentary) the model wrote on the commentary channel comes back "
-            "on none, and a final answer (phase final_answer) loses the final channel."
+            "on none, a final answer (phase final_answer) loses the final channel, and a "
+            "reasoning item loses the analysis channel."
         ),
-        how="Wrapper (keeps __wrapped__) that sets the channel from the item's phase.",
+        how=(
+            "Wrapper (keeps __wrapped__) that sets the channel from the item's phase "
+            "(reasoning items: analysis) when upstream left it unset."
+        ),
         upstream="NVIDIA/TensorRT-LLM#19223 (Harmony continuation)",
-        remove_when="upstream renders Responses input messages with their phase's channel",
+        remove_when=(
+            "upstream renders Responses input messages with their phase's channel and "
+            "reasoning items on the analysis channel"
+        ),
     ),
 )
 
