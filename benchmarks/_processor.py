@@ -3,26 +3,39 @@
 
 The call sequence is the streaming handler's: ``get_initial_responses()``, then per engine
 response ``responses_api_streaming_post_processor(res, args)`` (which appends the final
-response on the done one). ``tensorrt_llm`` is the stand-in in ``tests/standin`` unless
-``source_dir`` names a TensorRT-LLM source tree; then it is the real package (which needs
-its own dependencies installed). The result object is a minimal duck-typed
-``GenerationResult``: cumulative ``token_ids``, ``token_ids_diff``, the stop token
-trimmed on the done response.
+response on the done one). The result object is a minimal duck-typed ``GenerationResult``
+updated in place: cumulative ``token_ids``, ``token_ids_diff``, and on the done response
+``_done``, ``finish_reason`` and the stop token trimmed.
 
-``plugin`` runs with the fix installed, ``upstream-real`` with it uninstalled; the
-``prepare`` attribute of each replay switches the installation before its timed run.
+- ``plugin``: the fix installed on the stand-in in ``tests/standin``, in this process;
+- ``upstream-real`` / ``plugin-real``: TensorRT-LLM's own four Responses modules, unpatched
+  or with the fix installed, loaded with ``tests/realstub`` from a source tree. They cannot
+  share an interpreter with the stand-in, so they run in a worker process
+  (``RealWorker``, which starts this file as a script) that times each run together with a
+  floor run just before it.
+
+The ``prepare`` attribute of each replay switches the installation and drops the Harmony
+adapter's per-request parser state before its timed run.
 """
 
 from __future__ import annotations
 
-import asyncio
+import json
+import os
+import subprocess
 import sys
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 STANDIN = ROOT / "tests" / "standin"
 RETURN = 200002
+MODEL = "gpt-oss-20b"
+CREATED = 1_700_000_000
+REAL_KINDS = ("upstream-real", "plugin-real")
 
 
 class _Output:
@@ -32,6 +45,7 @@ class _Output:
         self.token_ids: list[int] = []
         self.finish_reason: str | None = None
         self.stop_reason: int | None = None
+        self.disaggregated_params: Any = None
         self._last_token_ids_len = 0
         self._last_text_len = 0
         self._postprocess_result: Any = None
@@ -78,100 +92,84 @@ class _Result:
                 out.stop_reason = RETURN
 
 
-def _import_tensorrt_llm(source_dir: str | None) -> str | None:
-    """Put the wanted ``tensorrt_llm`` on ``sys.path``; a reason string when impossible."""
+def _import_standin() -> str | None:
+    """Put the stand-in ``tensorrt_llm`` on ``sys.path``; a reason string when impossible."""
     loaded = sys.modules.get("tensorrt_llm")
-    wanted = Path(source_dir).resolve() if source_dir else STANDIN
     if loaded is not None:
         origin = Path(getattr(loaded, "__file__", "") or ".").resolve()
-        if wanted not in origin.parents:
+        if STANDIN not in origin.parents:
             return f"another tensorrt_llm is already imported ({origin})"
         return None
-    if str(wanted) not in sys.path:
-        sys.path.insert(0, str(wanted))
+    if str(STANDIN) not in sys.path:
+        sys.path.insert(0, str(STANDIN))
     try:
         import tensorrt_llm.serve.postprocess_handlers
         import tensorrt_llm.serve.responses_utils  # noqa: F401
     except Exception as exc:
-        return f"cannot import tensorrt_llm.serve from {wanted}: {type(exc).__name__}: {exc}"
+        return f"cannot import the tensorrt_llm stand-in: {type(exc).__name__}: {exc}"
     return None
 
 
-def _request_and_params(model: str) -> tuple[Any, Any, int]:
-    from tensorrt_llm.serve import openai_protocol, responses_utils
-
-    request = openai_protocol.ResponsesRequest(model=model, input="hi", stream=True, store=False)
-    preprocess = getattr(responses_utils, "request_preprocess", None)
-    if preprocess is not None:
-        tokens, params = asyncio.run(
-            preprocess(
-                request=request,
-                prev_response=None,
-                conversation_store=None,
-                enable_store=False,
-                use_harmony=True,
-                reasoning_parser="gpt_oss",
-            )
-        )
-        return request, params, len(tokens)
-    from tensorrt_llm.serve.harmony_adapter import get_harmony_adapter
-
-    params = request.to_sampling_params(
-        default_sampling_params={"stop_token_ids": get_harmony_adapter().get_stop_tokens()},
-        reasoning_parser="gpt_oss",
-    )
-    return request, params, 64
-
-
-def processor_replay(kind: str, enc: Any, source_dir: str | None = None) -> Any:
-    """A replay function for ``kind`` ("plugin" or "upstream-real"), or a skip reason."""
-    reason = _import_tensorrt_llm(source_dir)
-    if reason:
-        return reason
+def processor_replay(kind: str, enc: Any) -> Any:
+    """A replay function for ``kind`` ("plugin", "upstream-real", "plugin-real"), or a skip
+    reason. The real kinds expect ``tests/realstub`` to be active in this interpreter."""
+    if kind not in REAL_KINDS:
+        reason = _import_standin()
+        if reason:
+            return reason
     try:
         from trtllm_stream_fix.plugin.installer import install, uninstall
     except Exception as exc:
-        if kind == "plugin":
+        if kind != "upstream-real":
             return f"plugin unavailable: {type(exc).__name__}: {exc}"
         install = uninstall = None  # type: ignore[assignment]
-    from tensorrt_llm.serve import postprocess_handlers, responses_utils
+    from tensorrt_llm.serve import harmony_adapter, postprocess_handlers, responses_utils
+    from tensorrt_llm.serve.openai_protocol import ResponsesRequest
 
-    request, params, prompt_len = _request_and_params("gpt-oss-20b")
-    prompt = list(range(prompt_len))
+    patched = kind != "upstream-real"
+    request = ResponsesRequest(model=MODEL, input="hi", stream=True, store=False)
+    adapter = harmony_adapter.get_harmony_adapter()
+    params = request.to_sampling_params(
+        default_sampling_params={"stop_token_ids": adapter.get_stop_tokens()},
+        reasoning_parser="gpt_oss",
+    )
+    prompt = [200006, 1428, 200008, 3686, 200007, 200006, 173781]  # user "hi", assistant
     post_process = postprocess_handlers.responses_api_streaming_post_processor
-    args_class = postprocess_handlers.ResponsesAPIPostprocArgs
 
     def prepare() -> None:
-        if kind == "plugin":
-            install(mode="require")
+        if patched:
+            install(mode="on")
         elif uninstall is not None:
             uninstall()
+        # Upstream keeps a parser per request id and never drops it: start each run afresh.
+        adapter.cleanup_stream_state(f"responses-api-{request.request_id}")
 
     prepare()
-    if kind == "plugin" and not getattr(
-        responses_utils.ResponsesStreamingProcessor, "__trtllm_stream_fix__", False
+    if patched != bool(
+        getattr(responses_utils.ResponsesStreamingProcessor, "__trtllm_stream_fix__", False)
     ):
-        return "the plugin did not patch ResponsesStreamingProcessor"
+        return f"ResponsesStreamingProcessor is {'not ' if patched else ''}patched"
 
     def run(batches: list[tuple[list[int], bool]]) -> int:
-        processor = responses_utils.ResponsesStreamingProcessor(
+        processor = responses_utils.ResponsesStreamingProcessor(  # looked up now, as the handler
             request=request,
             sampling_params=params,
-            model_name="gpt-oss-20b",
+            model_name=MODEL,
+            create_time=CREATED,
             conversation_store=None,
             enable_store=False,
             use_harmony=True,
+            reasoning_parser="gpt_oss",
         )
-        args = args_class(
-            model="gpt-oss-20b",
+        args = postprocess_handlers.ResponsesAPIPostprocArgs(
+            model=MODEL,
             request=request,
             sampling_params=params,
             use_harmony=True,
-            reasoning_parser=None,
-            tool_parser=None,
+            reasoning_parser="gpt_oss",
             streaming_processor=processor,
         )
-        args.num_prompt_tokens = prompt_len
+        args.num_prompt_tokens = len(prompt)
         size = sum(len(frame) for frame in processor.get_initial_responses())
         res = _Result(params, prompt)
         for batch, last in batches:
@@ -181,3 +179,121 @@ def processor_replay(kind: str, enc: Any, source_dir: str | None = None) -> Any:
 
     run.prepare = prepare  # type: ignore[attr-defined]
     return run
+
+
+# -- the worker process for the real modules ---------------------------------------------------
+
+
+class RealWorker:
+    """A worker interpreter with TensorRT-LLM's real Responses modules (``tests/realstub``).
+
+    ``skipped`` maps each kind it cannot run to the reason; ``cell`` builds the workload of one
+    table cell there; ``time(kind)`` returns (floor µs, kind µs) of a floor run and the run of
+    ``kind`` that follows it, both in the worker's thread CPU time.
+    """
+
+    def __init__(self, source_dir: str, kinds: Sequence[str]) -> None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(ROOT / "tests"), str(ROOT))))
+        env.pop("TRTLLM_STREAM_FIX", None)  # the worker installs and removes the fix itself
+        self._log = tempfile.TemporaryFile(mode="w+")
+        self._proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__)), source_dir, ",".join(kinds)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
+        ready = self._reply()
+        self.kinds: list[str] = ready["kinds"]
+        self.skipped: dict[str, str] = ready["skipped"]
+
+    def _reply(self) -> dict[str, Any]:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            if line.startswith("REPLY "):
+                reply = json.loads(line[len("REPLY ") :])
+                if "error" in reply:
+                    raise RuntimeError(f"real-module worker: {reply['error']}")
+                return reply
+        self._log.seek(0)
+        raise RuntimeError(f"real-module worker exited: {self._log.read()[-2000:]}")
+
+    def _ask(self, **command: Any) -> dict[str, Any]:
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(json.dumps(command) + "\n")
+        self._proc.stdin.flush()
+        return self._reply()
+
+    def cell(self, analysis: int, final: int, interval: int) -> None:
+        self._ask(cell=[analysis, final, interval])
+
+    def time(self, kind: str) -> tuple[float, float]:
+        reply = self._ask(time=kind)
+        return reply["floor"], reply["us"]
+
+    def close(self) -> None:
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        self._proc.wait(timeout=30)
+        self._log.close()
+
+
+def _send(payload: dict[str, Any]) -> None:
+    sys.stdout.write("REPLY " + json.dumps(payload) + "\n")
+    sys.stdout.flush()
+
+
+def worker_main(source_dir: str, kinds: Sequence[str]) -> None:
+    """Serve ``RealWorker`` on stdin/stdout (JSON lines; replies start with ``REPLY``)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import realstub
+
+    try:
+        realstub.activate(source_dir)
+        import tensorrt_llm.serve.postprocess_handlers
+        import tensorrt_llm.serve.responses_utils  # noqa: F401
+    except Exception as exc:
+        reason = f"cannot load tensorrt_llm.serve from {source_dir}: {type(exc).__name__}: {exc}"
+        _send({"kinds": [], "skipped": dict.fromkeys(kinds, reason)})
+        return
+    from cpu_event_cost import build_turn, engine_batches, floor_impl, time_replay
+
+    from trtllm_stream_fix.encoding import load_gpt_oss_encoding
+
+    enc = load_gpt_oss_encoding()
+    replays: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+    probe = engine_batches(build_turn(enc, 8, 8), 4)
+    for kind in kinds:
+        try:
+            made = processor_replay(kind, enc)
+            if not isinstance(made, str):
+                made.prepare()
+                made(probe)  # fails here rather than in the middle of the table
+        except Exception as exc:
+            made = f"{type(exc).__name__}: {exc}"
+        if isinstance(made, str):
+            skipped[kind] = made
+        else:
+            replays[kind] = made
+    _send({"kinds": list(replays), "skipped": skipped})
+    floor = floor_impl(enc)
+    batches = probe
+    for line in sys.stdin:
+        command = json.loads(line)
+        try:
+            if "cell" in command:
+                analysis, final, interval = command["cell"]
+                batches = engine_batches(build_turn(enc, analysis, final), interval)
+                _send({})
+            else:
+                floor_us = time_replay(floor, batches)
+                _send({"floor": floor_us, "us": time_replay(replays[command["time"]], batches)})
+        except Exception as exc:
+            _send({"error": f"{type(exc).__name__}: {exc}"})
+
+
+if __name__ == "__main__":
+    worker_main(sys.argv[1], [k for k in sys.argv[2].split(",") if k])

@@ -9,14 +9,16 @@ tokens are replayed in engine responses of ``stream_interval`` tokens through:
 - ``upstream``: the upstream-equivalent baseline + SSE framing (the "before");
 - ``ours``: the Responses event machine + ``format_sse`` per event;
 - ``plugin``: the trtllm-serve plugin's processor on the TensorRT-LLM stand-in;
-- ``upstream-real``: the real upstream processor, when ``TRTLLM_SOURCE_DIR`` names a
-  TensorRT-LLM source tree whose ``tensorrt_llm.serve`` imports on this host.
+- ``upstream-real`` / ``plugin-real``: TensorRT-LLM's own ``ResponsesStreamingProcessor``,
+  unpatched / with the plugin installed, when ``TRTLLM_SOURCE_DIR`` names a source tree
+  holding ``tensorrt_llm/serve/{responses_utils,harmony_adapter,openai_protocol,
+  postprocess_handlers}.py`` (loaded with ``tests/realstub``, in a worker process).
 
 Every implementation runs once as a warm-up, then ``--runs`` times interleaved with the
 others; each run is timed in CPU time of the running thread (so time the scheduler gives to
 other processes on a busy host does not count), and the median is reported as µs per output
 token; the ratio to the floor is the median of each run's ratio to the floor run timed just
-before it.
+before it, in the same process (the worker times its own floor run before each real one).
 
     python benchmarks/cpu_event_cost.py            # full run, results in benchmarks/results/
     python benchmarks/cpu_event_cost.py --quick --json
@@ -230,31 +232,24 @@ def upstream_impl(enc: Any) -> Replay | str:
 def plugin_impl(enc: Any) -> Replay | str:
     from _processor import processor_replay
 
-    return processor_replay("plugin", enc, source_dir=os.environ.get("TRTLLM_SOURCE_DIR"))
+    return processor_replay("plugin", enc)
 
 
-def upstream_real_impl(enc: Any) -> Replay | str:
-    source = os.environ.get("TRTLLM_SOURCE_DIR")
-    if not source:
-        return "TRTLLM_SOURCE_DIR not set"
-    from _processor import processor_replay
-
-    return processor_replay("upstream-real", enc, source_dir=source)
-
-
-IMPLS: dict[str, Callable[[Any], Replay | str]] = {
+IMPLS: dict[str, Callable[[Any], Replay | str] | None] = {
     "floor": floor_impl,
     "upstream": upstream_impl,
     "ours": ours_impl,
     "plugin": plugin_impl,
-    "upstream-real": upstream_real_impl,
+    "upstream-real": None,  # timed in a RealWorker process
+    "plugin-real": None,
 }
 
 
 # -- measurement ------------------------------------------------------------------------------
 
 
-def _time(run: Replay, batches: list[tuple[list[int], bool]]) -> float:
+def time_replay(run: Replay, batches: list[tuple[list[int], bool]]) -> float:
+    """Thread CPU µs of one replay (after its ``prepare`` and a ``gc.collect()``)."""
     prepare = getattr(run, "prepare", None)
     if prepare is not None:
         prepare()
@@ -272,36 +267,86 @@ def measure(
     replays: dict[str, Replay] = {}
     skipped: dict[str, str] = {}
     for name in impls:
-        made = IMPLS[name](enc)
+        factory = IMPLS[name]
+        made = factory(enc) if factory is not None else None
         if isinstance(made, str):
             skipped[name] = made
-        else:
+        elif made is not None:
             replays[name] = made
-    rows: list[Row] = []
-    for analysis, final in sizes:
-        tokens = build_turn(enc, analysis, final)
-        label = f"{analysis}+{final}"
-        for interval in intervals:
-            batches = engine_batches(tokens, interval)
-            samples: dict[str, list[float]] = {name: [] for name in replays}
-            for run in replays.values():
-                _time(run, batches)  # warm-up
-            for _ in range(runs):
-                for name, run in replays.items():
-                    samples[name].append(_time(run, batches))
-            count = analysis + final
-            floors = samples.get("floor")
-            for name, values in samples.items():
-                per_token = statistics.median(values) / count
-                # Each run's ratio to the floor run just before it: robust to the host's
-                # speed drifting during the benchmark.
-                ratio = (
-                    statistics.median(v / f for v, f in zip(values, floors))
-                    if floors
-                    else float("nan")
+    worker = _real_worker([name for name in impls if IMPLS[name] is None], skipped)
+    try:
+        rows: list[Row] = []
+        for analysis, final in sizes:
+            tokens = build_turn(enc, analysis, final)
+            for interval in intervals:
+                batches = engine_batches(tokens, interval)
+                if worker is not None:
+                    worker.cell(analysis, final, interval)
+                rows += _measure_cell(
+                    f"{analysis}+{final}",
+                    analysis + final,
+                    interval,
+                    runs,
+                    replays,
+                    worker,
+                    batches,
                 )
-                rows.append(Row(label, interval, name, round(per_token, 3), round(ratio, 2)))
+    finally:
+        if worker is not None:
+            worker.close()
     return rows, skipped
+
+
+def _real_worker(names: list[str], skipped: dict[str, str]) -> Any:
+    """A ``RealWorker`` for the real-module implementations asked for, or None."""
+    if not names:
+        return None
+    source = os.environ.get("TRTLLM_SOURCE_DIR")
+    if not source:
+        skipped.update(dict.fromkeys(names, "TRTLLM_SOURCE_DIR not set"))
+        return None
+    from _processor import RealWorker
+
+    worker = RealWorker(source, names)
+    skipped.update(worker.skipped)
+    if worker.kinds:
+        return worker
+    worker.close()
+    return None
+
+
+def _measure_cell(
+    label: str,
+    count: int,
+    interval: int,
+    runs: int,
+    replays: dict[str, Replay],
+    worker: Any,
+    batches: list[tuple[list[int], bool]],
+) -> list[Row]:
+    remote = worker.kinds if worker is not None else []
+    for run in replays.values():
+        time_replay(run, batches)  # warm-up
+    for name in remote:
+        worker.time(name)
+    samples: dict[str, list[float]] = {name: [] for name in [*replays, *remote]}
+    floors: dict[str, list[float]] = {name: [] for name in remote}
+    for _ in range(runs):
+        for name, run in replays.items():  # the floor first
+            samples[name].append(time_replay(run, batches))
+        for name in remote:  # each after a floor run of its own process
+            floor_us, us = worker.time(name)
+            floors[name].append(floor_us)
+            samples[name].append(us)
+    rows = []
+    for name, values in samples.items():
+        # Each run's ratio to the floor run just before it in the same process: robust to
+        # the host's speed drifting during the benchmark.
+        paired = floors.get(name, samples.get("floor"))
+        ratio = statistics.median(v / f for v, f in zip(values, paired)) if paired else float("nan")
+        per_token = statistics.median(values) / count
+        rows.append(Row(label, interval, name, round(per_token, 3), round(ratio, 2)))
+    return rows
 
 
 # -- verdicts and reports ---------------------------------------------------------------------
@@ -347,16 +392,19 @@ def verdicts(rows: Sequence[Row]) -> list[tuple[str, bool, str]]:
                         f"{b.us_per_token} vs {a.us_per_token} us/token = {growth:.2f}x",
                     )
                 )
-    pairs = [(_lookup(rows, s, 1, "ours"), _lookup(rows, s, 1, "upstream")) for s in sizes]
-    pairs = [(o, u) for o, u in pairs if o and u]
-    if pairs:
-        out.append(
-            (
-                "ours faster than upstream at every size at stream_interval 1",
-                all(o.us_per_token < u.us_per_token for o, u in pairs),
-                ", ".join(f"{o.tokens}: {o.us_per_token} vs {u.us_per_token}" for o, u in pairs),
+    for fixed, before in (("ours", "upstream"), ("plugin-real", "upstream-real")):
+        pairs = [(_lookup(rows, s, 1, fixed), _lookup(rows, s, 1, before)) for s in sizes]
+        pairs = [(o, u) for o, u in pairs if o and u]
+        if pairs:
+            out.append(
+                (
+                    f"{fixed} faster than {before} at every size at stream_interval 1",
+                    all(o.us_per_token < u.us_per_token for o, u in pairs),
+                    ", ".join(
+                        f"{o.tokens}: {o.us_per_token} vs {u.us_per_token}" for o, u in pairs
+                    ),
+                )
             )
-        )
     return out
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
 
 
-def run_script(name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def run_script(
+    name: str, *args: str, timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(BENCH / name), *args],
         capture_output=True,
@@ -22,6 +25,7 @@ def run_script(name: str, *args: str, timeout: float = 120) -> subprocess.Comple
         text=True,
         timeout=timeout,
         cwd=ROOT,
+        env=env,
     )
 
 
@@ -54,6 +58,61 @@ def test_cpu_event_cost_quick_json_shape(tmp_path: Path) -> None:
     assert (tmp_path / "cpu_event_cost_quick.md").read_text().count("|") > 10
     assert (tmp_path / "cpu_event_cost_quick.png").read_bytes()[:4] == b"\x89PNG"
     assert "ours <= " in proc.stderr  # target verdicts are printed
+
+
+def test_cpu_event_cost_real_impls_skip_without_source(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TRTLLM_SOURCE_DIR"}
+    proc = run_script(
+        "cpu_event_cost.py",
+        "--quick",
+        "--json",
+        "--impls",
+        "floor,upstream-real,plugin-real",
+        "--out",
+        str(tmp_path),
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert {row["impl"] for row in json.loads(proc.stdout)["rows"]} == {"floor"}
+    report = json.loads((tmp_path / "cpu_event_cost_quick.json").read_text())
+    assert report["skipped"] == dict.fromkeys(
+        ("upstream-real", "plugin-real"), "TRTLLM_SOURCE_DIR not set"
+    )
+    assert "`plugin-real` skipped: TRTLLM_SOURCE_DIR not set" in (
+        (tmp_path / "cpu_event_cost_quick.md").read_text()
+    )
+
+
+@pytest.mark.skipif(
+    not os.environ.get("TRTLLM_SOURCE_DIR"),
+    reason="TRTLLM_SOURCE_DIR is not set (no TensorRT-LLM sources to measure)",
+)
+def test_cpu_event_cost_real_upstream_and_plugin(tmp_path: Path) -> None:
+    """The real Responses modules, unpatched and patched, are timed in their worker."""
+    proc = run_script(
+        "cpu_event_cost.py",
+        "--quick",
+        "--json",
+        "--impls",
+        "floor,upstream-real,plugin-real",
+        "--out",
+        str(tmp_path),
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)["rows"]
+    report = json.loads((tmp_path / "cpu_event_cost_quick.json").read_text())
+    assert report["skipped"] == {}
+    assert {(r["tokens"], r["stream_interval"], r["impl"]) for r in rows} == {
+        (tokens, interval, impl)
+        for tokens in ("300+300", "1000+1000")
+        for interval in (1, 20)
+        for impl in ("floor", "upstream-real", "plugin-real")
+    }
+    for row in rows:
+        assert row["us_per_token"] > 0
+        assert row["ratio_to_floor"] > 0
+    assert "plugin-real faster than upstream-real" in proc.stderr  # its verdict is printed
 
 
 def test_turn_has_exact_token_counts() -> None:
