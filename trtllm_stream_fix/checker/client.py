@@ -451,6 +451,27 @@ async def _stream(
     return session.finish(stop, elapsed(), detail)
 
 
+async def _stream_forced(
+    client: Any,
+    url: str,
+    body: Mapping[str, Any],
+    session: StreamSession,
+    headers: Mapping[str, str] | None,
+    idle_timeout: float,
+    deadline: float,
+) -> StreamRecord:
+    """``_stream`` with ``"stream": true`` set in the JSON body (OpenAI-style endpoints)."""
+    return await _stream(
+        client,
+        url,
+        {**body, "stream": True},
+        session,
+        headers=headers,
+        idle_timeout=idle_timeout,
+        deadline=deadline,
+    )
+
+
 async def stream_responses(
     client: Any,
     url: str,
@@ -477,15 +498,7 @@ async def stream_responses(
         allow_incomplete=allow_incomplete,
         allow_failed=allow_failed,
     )
-    return await _stream(
-        client,
-        url,
-        {**body, "stream": True},
-        session,
-        headers=headers,
-        idle_timeout=idle_timeout,
-        deadline=deadline,
-    )
+    return await _stream_forced(client, url, body, session, headers, idle_timeout, deadline)
 
 
 async def stream_chat(
@@ -514,15 +527,7 @@ async def stream_chat(
         allow_incomplete=allow_incomplete,
         allow_failed=allow_failed,
     )
-    return await _stream(
-        client,
-        url,
-        {**body, "stream": True},
-        session,
-        headers=headers,
-        idle_timeout=idle_timeout,
-        deadline=deadline,
-    )
+    return await _stream_forced(client, url, body, session, headers, idle_timeout, deadline)
 
 
 async def stream_triton(
