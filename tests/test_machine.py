@@ -219,3 +219,15 @@ def test_tool_authored_message_in_a_completion_is_not_an_item(encoding, tokens, 
     context = ResponseContext.new(response_id="resp_test", created_at=0.0)
     built = event_to_dict(build_response(context, token_ids, "stop", encoding=encoding))
     assert [i["type"] for i in built["output"]] == ["function_call", "message"]
+
+
+def test_stream_config_from_env():
+    from trtllm_stream_fix.config import StreamConfig
+
+    assert StreamConfig.from_env({}) == StreamConfig()
+    parity = StreamConfig.from_env(
+        {"TRTLLM_STREAM_FIX_PREAMBLES": "Drop", "TRTLLM_STREAM_FIX_LENGTH_TERMINAL": "completed"}
+    )
+    assert parity == StreamConfig(preambles="drop", length_terminal="completed")
+    with pytest.raises(ValueError, match="TRTLLM_STREAM_FIX_PREAMBLES='skip' is not one of"):
+        StreamConfig.from_env({"TRTLLM_STREAM_FIX_PREAMBLES": "skip"})

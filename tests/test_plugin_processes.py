@@ -178,3 +178,17 @@ def test_run_trtllm_serve_hands_upstream_the_fixed_processor(monkeypatch):
     finally:
         sys.meta_path[:] = meta_path
         uninstall()
+
+
+def test_worker_reads_the_upstream_parity_switch_from_its_environment(fixed):
+    """Workers inherit the server's environment: TRTLLM_STREAM_FIX_PREAMBLES=drop applies."""
+    shipped = _shipped()
+    dropped = _spawn("", _env(TRTLLM_STREAM_FIX_PREAMBLES="drop"), shipped)
+    kept = _spawn("", _env(), shipped)
+
+    def phases(result: dict) -> list:
+        events = harness.frames_to_events(result["frames"])
+        return [i.get("phase") for i in events[-1]["response"]["output"] if i["type"] == "message"]
+
+    assert "commentary" in phases(kept)
+    assert "commentary" not in phases(dropped)

@@ -47,7 +47,9 @@ class FixedResponsesStreamingProcessor(_UpstreamProcessor):
     """Drop-in processor: same constructor, same methods, correct Harmony events."""
 
     __trtllm_stream_fix__: ClassVar[bool] = True
-    stream_config: ClassVar[StreamConfig] = StreamConfig()
+    # Upstream-parity switches from TRTLLM_STREAM_FIX_PREAMBLES / _LENGTH_TERMINAL; a bad
+    # value fails the patch (fatal under TRTLLM_STREAM_FIX=require).
+    stream_config: ClassVar[StreamConfig] = StreamConfig.from_env()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -39,13 +39,14 @@ def harmony_messages(token_ids: list[int]) -> list[Any]:
         return []
 
 
-DEFAULT_CONFIG = StreamConfig()
-
-
 def create_output_content_harmony(
-    original: Callable[..., Any], config: StreamConfig = DEFAULT_CONFIG
+    original: Callable[..., Any], config: StreamConfig | None = None
 ) -> Callable[..., Any]:
-    """``_create_output_content_harmony(final_res) -> (items, messages)`` built by our mapper."""
+    """``_create_output_content_harmony(final_res) -> (items, messages)`` built by our mapper.
+
+    ``config`` defaults to ``StreamConfig.from_env()``, as the streaming processor's does.
+    """
+    config = StreamConfig.from_env() if config is None else config
 
     def _create_output_content_harmony(final_res: Any) -> tuple[list[Any], list[Any]]:
         output = final_res.outputs[0]
