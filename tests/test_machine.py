@@ -231,3 +231,31 @@ def test_stream_config_from_env():
     assert parity == StreamConfig(preambles="drop", length_terminal="completed")
     with pytest.raises(ValueError, match="TRTLLM_STREAM_FIX_PREAMBLES='skip' is not one of"):
         StreamConfig.from_env({"TRTLLM_STREAM_FIX_PREAMBLES": "skip"})
+
+
+def test_wire_json_uses_field_aliases():
+    import json
+
+    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputItemDoneEvent
+
+    from trtllm_stream_fix.fastmodel import construct
+    from trtllm_stream_fix.sse import event_to_json
+
+    item = construct(
+        ResponseFunctionToolCall,
+        type="function_call",
+        id="fc_1",
+        call_id="call_1",
+        name="f",
+        arguments="{}",
+        async_=True,
+    )
+    event = construct(
+        ResponseOutputItemDoneEvent,
+        type="response.output_item.done",
+        item=item,
+        output_index=0,
+        sequence_number=3,
+    )
+    wire = json.loads(event_to_json(event))
+    assert wire["item"]["async"] is True and "async_" not in wire["item"]

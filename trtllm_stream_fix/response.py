@@ -18,17 +18,16 @@ from .fastmodel import construct
 from .items import ItemRecord, build_item
 
 
-def _without_none(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_none(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_without_none(v) for v in value]
-    return value
-
-
 def typed_tools(tools: Sequence[dict[str, Any]]) -> list[Any]:
-    """Request tool dicts as ``openai`` tool models (built once per request, None dropped)."""
-    return [construct_type(type_=Tool, value=_without_none(tool)) for tool in tools]
+    """Request tool dicts as ``openai`` tool models (built once per request).
+
+    Top-level None values are dropped (unset); nested values, such as a JSON schema's
+    ``"default": null``, are echoed as given.
+    """
+    return [
+        construct_type(type_=Tool, value={k: v for k, v in tool.items() if v is not None})
+        for tool in tools
+    ]
 
 
 def usage(input_tokens: int, output_tokens: int, reasoning_tokens: int) -> ResponseUsage:
