@@ -14,8 +14,9 @@ updated in place: cumulative ``token_ids``, ``token_ids_diff``, and on the done 
   (``RealWorker``, which starts this file as a script) that times each run together with a
   floor run just before it.
 
-The ``prepare`` attribute of each replay switches the installation and drops the Harmony
-adapter's per-request parser state before its timed run.
+The ``prepare`` attribute of each replay switches the installation before a timed run; its
+``reset`` drops the Harmony adapter's per-request parser state before each replay, outside
+the timed region (``cpu_event_cost.time_replay`` calls both).
 """
 
 from __future__ import annotations
@@ -141,7 +142,9 @@ def processor_replay(kind: str, enc: Any) -> Any:
             install(mode="on")
         elif uninstall is not None:
             uninstall()
-        # Upstream keeps a parser per request id and never drops it: start each run afresh.
+
+    def reset() -> None:
+        # Upstream keeps a parser per request id and never drops it: start each replay afresh.
         adapter.cleanup_stream_state(f"responses-api-{request.request_id}")
 
     prepare()
@@ -178,6 +181,7 @@ def processor_replay(kind: str, enc: Any) -> Any:
         return size
 
     run.prepare = prepare  # type: ignore[attr-defined]
+    run.reset = reset  # type: ignore[attr-defined]
     return run
 
 
@@ -188,8 +192,9 @@ class RealWorker:
     """A worker interpreter with TensorRT-LLM's real Responses modules (``tests/realstub``).
 
     ``skipped`` maps each kind it cannot run to the reason; ``cell`` builds the workload of one
-    table cell there; ``time(kind)`` returns (floor µs, kind µs) of a floor run and the run of
-    ``kind`` that follows it, both in the worker's thread CPU time.
+    table cell there and sets its replays per run; ``time(kind)`` returns (floor µs, kind µs)
+    per replay of a floor run and the run of ``kind`` that follows it, both in the worker's
+    thread CPU time.
     """
 
     def __init__(self, source_dir: str, kinds: Sequence[str]) -> None:
@@ -226,8 +231,8 @@ class RealWorker:
         self._proc.stdin.flush()
         return self._reply()
 
-    def cell(self, analysis: int, final: int, interval: int) -> None:
-        self._ask(cell=[analysis, final, interval])
+    def cell(self, analysis: int, final: int, interval: int, repeat: int = 1) -> None:
+        self._ask(cell=[analysis, final, interval], repeat=repeat)
 
     def time(self, kind: str) -> tuple[float, float]:
         reply = self._ask(time=kind)
@@ -270,8 +275,7 @@ def worker_main(source_dir: str, kinds: Sequence[str]) -> None:
         try:
             made = processor_replay(kind, enc)
             if not isinstance(made, str):
-                made.prepare()
-                made(probe)  # fails here rather than in the middle of the table
+                time_replay(made, probe, 2)  # fails here rather than in the middle of the table
         except Exception as exc:
             made = f"{type(exc).__name__}: {exc}"
         if isinstance(made, str):
@@ -281,16 +285,19 @@ def worker_main(source_dir: str, kinds: Sequence[str]) -> None:
     _send({"kinds": list(replays), "skipped": skipped})
     floor = floor_impl(enc)
     batches = probe
+    repeat = 1
     for line in sys.stdin:
         command = json.loads(line)
         try:
             if "cell" in command:
                 analysis, final, interval = command["cell"]
                 batches = engine_batches(build_turn(enc, analysis, final), interval)
+                repeat = int(command.get("repeat", 1))
                 _send({})
             else:
-                floor_us = time_replay(floor, batches)
-                _send({"floor": floor_us, "us": time_replay(replays[command["time"]], batches)})
+                floor_us = time_replay(floor, batches, repeat)
+                us = time_replay(replays[command["time"]], batches, repeat)
+                _send({"floor": floor_us, "us": us})
         except Exception as exc:
             _send({"error": f"{type(exc).__name__}: {exc}"})
 

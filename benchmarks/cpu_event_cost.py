@@ -15,10 +15,16 @@ tokens are replayed in engine responses of ``stream_interval`` tokens through:
   postprocess_handlers}.py`` (loaded with ``tests/realstub``, in a worker process).
 
 Every implementation runs once as a warm-up, then ``--runs`` times interleaved with the
-others; each run is timed in CPU time of the running thread (so time the scheduler gives to
-other processes on a busy host does not count), and the median is reported as µs per output
-token; the ratio to the floor is the median of each run's ratio to the floor run timed just
-before it, in the same process (the worker times its own floor run before each real one).
+others. One run replays the turn ``repeat`` times back to back, each replay with a fresh
+parser / machine / processor, and reports µs per replay: ``repeat`` is chosen per cell from a
+quick calibration so that a floor run lasts about 20 ms (5 ms with ``--quick``), and is the
+same for every implementation of the cell, the worker's included. A run's ``prepare`` and a
+``gc.collect()`` come before it; a per-replay ``reset`` (dropping upstream's per-request
+parser state) runs between replays, outside the timed regions. Runs are timed in CPU time of
+the running thread (so time the scheduler gives to other processes on a busy host does not
+count), and the median is reported as µs per output token; the ratio to the floor is the
+median of each run's ratio to the floor run timed just before it, in the same process (the
+worker times its own floor run before each real one).
 
     python benchmarks/cpu_event_cost.py            # full run, results in benchmarks/results/
     python benchmarks/cpu_event_cost.py --quick --json
@@ -56,6 +62,8 @@ START, CHANNEL, MESSAGE, END, RETURN = 200006, 200005, 200008, 200007, 200002
 FULL_SIZES = ((300, 300), (1000, 1000), (4000, 2000))
 QUICK_SIZES = ((300, 300), (1000, 1000))
 INTERVALS = (1, 20)
+TARGET_RUN_US = 20_000.0  # a floor run lasts about this long (thread CPU µs)
+QUICK_TARGET_RUN_US = 5_000.0
 TARGETS = {
     "floor_ratio_si20": 1.5,
     "floor_ratio_si1": 4.0,
@@ -148,6 +156,7 @@ class Row:
     impl: str
     us_per_token: float
     ratio_to_floor: float
+    repeat: int  # replays per timed run, the same for every implementation of the cell
 
 
 # -- workload -------------------------------------------------------------------------------
@@ -248,21 +257,39 @@ IMPLS: dict[str, Callable[[Any], Replay | str] | None] = {
 # -- measurement ------------------------------------------------------------------------------
 
 
-def time_replay(run: Replay, batches: list[tuple[list[int], bool]]) -> float:
-    """Thread CPU µs of one replay (after its ``prepare`` and a ``gc.collect()``)."""
+def time_replay(run: Replay, batches: list[tuple[list[int], bool]], repeat: int = 1) -> float:
+    """Thread CPU µs per replay of ``repeat`` back-to-back replays, after the replay's
+    ``prepare`` and a ``gc.collect()``; its ``reset``, if any, runs untimed before each."""
     prepare = getattr(run, "prepare", None)
+    reset = getattr(run, "reset", None)
     if prepare is not None:
         prepare()
     gc.collect()
-    start = time.thread_time_ns()
-    run(batches)
-    return (time.thread_time_ns() - start) / 1e3
+    total = 0
+    for _ in range(repeat):
+        if reset is not None:
+            reset()
+        start = time.thread_time_ns()
+        run(batches)
+        total += time.thread_time_ns() - start
+    return total / repeat / 1e3
+
+
+def pick_repeat(floor: Replay, batches: list[tuple[list[int], bool]], target_us: float) -> int:
+    """Replays per run so that a floor run lasts about ``target_us`` (best of 3 probes)."""
+    once = min(time_replay(floor, batches) for _ in range(3))
+    return max(1, round(target_us / max(once, 1.0)))
 
 
 def measure(
-    sizes: Sequence[tuple[int, int]], intervals: Sequence[int], runs: int, impls: Sequence[str]
+    sizes: Sequence[tuple[int, int]],
+    intervals: Sequence[int],
+    runs: int,
+    impls: Sequence[str],
+    target_us: float = TARGET_RUN_US,
 ) -> tuple[list[Row], dict[str, str]]:
-    """Median µs per token of every implementation, interleaved run by run."""
+    """Median µs per token of every implementation, interleaved run by run; each run lasts
+    ``repeat`` replays, a floor run about ``target_us``."""
     enc = load_gpt_oss_encoding()
     replays: dict[str, Replay] = {}
     skipped: dict[str, str] = {}
@@ -280,13 +307,15 @@ def measure(
             tokens = build_turn(enc, analysis, final)
             for interval in intervals:
                 batches = engine_batches(tokens, interval)
+                repeat = pick_repeat(replays["floor"], batches, target_us)
                 if worker is not None:
-                    worker.cell(analysis, final, interval)
+                    worker.cell(analysis, final, interval, repeat)
                 rows += _measure_cell(
                     f"{analysis}+{final}",
                     analysis + final,
                     interval,
                     runs,
+                    repeat,
                     replays,
                     worker,
                     batches,
@@ -320,6 +349,7 @@ def _measure_cell(
     count: int,
     interval: int,
     runs: int,
+    repeat: int,
     replays: dict[str, Replay],
     worker: Any,
     batches: list[tuple[list[int], bool]],
@@ -333,7 +363,7 @@ def _measure_cell(
     floors: dict[str, list[float]] = {name: [] for name in remote}
     for _ in range(runs):
         for name, run in replays.items():  # the floor first
-            samples[name].append(time_replay(run, batches))
+            samples[name].append(time_replay(run, batches, repeat))
         for name in remote:  # each after a floor run of its own process
             floor_us, us = worker.time(name)
             floors[name].append(floor_us)
@@ -345,7 +375,7 @@ def _measure_cell(
         paired = floors.get(name, samples.get("floor"))
         ratio = statistics.median(v / f for v, f in zip(values, paired)) if paired else float("nan")
         per_token = statistics.median(values) / count
-        rows.append(Row(label, interval, name, round(per_token, 3), round(ratio, 2)))
+        rows.append(Row(label, interval, name, round(per_token, 3), round(ratio, 2), repeat))
     return rows
 
 
@@ -423,6 +453,12 @@ def markdown(rows: Sequence[Row], skipped: dict[str, str]) -> str:
             row = _lookup(rows, tokens, interval, impl)
             cells.append(f"{row.us_per_token:.2f} ({row.ratio_to_floor:.2f}×)" if row else "–")
         lines.append(f"| {tokens} | {interval} | " + " | ".join(cells) + " |")
+    repeats = {(row.tokens, row.stream_interval): row.repeat for row in rows}
+    lines.append(
+        "\nReplays per timed run (every implementation of a cell): "
+        + ", ".join(f"{t} at {i}: {n}" for (t, i), n in repeats.items())
+        + "."
+    )
     for name, reason in skipped.items():
         lines.append(f"\n`{name}` skipped: {reason}")
     return "\n".join(lines) + "\n"
@@ -475,12 +511,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown implementations: {sorted(unknown)}")
     impls = ["floor"] + [name for name in impls if name != "floor"]  # each ratio needs it
 
-    rows, skipped = measure(sizes, INTERVALS, runs, impls)
+    target_us = QUICK_TARGET_RUN_US if args.quick else TARGET_RUN_US
+    rows, skipped = measure(sizes, INTERVALS, runs, impls, target_us)
     checks = verdicts(rows)
     report = {
         "machine": machine_info(),
         "runs": runs,
         "quick": args.quick,
+        "target_run_us": target_us,
         "skipped": skipped,
         "rows": [asdict(row) for row in rows],
         "targets": [{"target": t, "met": met, "evidence": e} for t, met, e in checks],
@@ -490,7 +528,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     (args.out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
     table = markdown(rows, skipped)
     (args.out / f"{stem}.md").write_text(
-        f"Machine: {bench_env(report['machine'])}; median of {runs} runs after a warm-up.\n\n"
+        f"Machine: {bench_env(report['machine'])}; median of {runs} runs after a warm-up, "
+        f"each of as many replays as make a floor run last about {target_us / 1000:g} ms.\n\n"
         + table
     )
     plot(rows, args.out / f"{stem}.png")
