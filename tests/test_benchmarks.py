@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -48,12 +49,23 @@ def test_cpu_event_cost_quick_json_shape(tmp_path: Path) -> None:
         for interval in (1, 20):
             for impl in ("floor", "upstream", "ours"):
                 assert (tokens, interval, impl) in seen
+    repeats: dict[tuple[str, int], set[int]] = {}
     for row in rows:
-        assert set(row) == {"tokens", "stream_interval", "impl", "us_per_token", "ratio_to_floor"}
+        assert set(row) == {
+            "tokens",
+            "stream_interval",
+            "impl",
+            "us_per_token",
+            "ratio_to_floor",
+            "repeat",
+        }
         assert row["us_per_token"] > 0
         assert row["ratio_to_floor"] > 0
+        assert row["repeat"] >= 1
+        repeats.setdefault((row["tokens"], row["stream_interval"]), set()).add(row["repeat"])
         if row["impl"] == "floor":
             assert row["ratio_to_floor"] == 1.0
+    assert all(len(counts) == 1 for counts in repeats.values())  # one count per cell
     assert (tmp_path / "cpu_event_cost_quick.json").is_file()
     assert (tmp_path / "cpu_event_cost_quick.md").read_text().count("|") > 10
     assert (tmp_path / "cpu_event_cost_quick.png").read_bytes()[:4] == b"\x89PNG"
@@ -115,12 +127,50 @@ def test_cpu_event_cost_real_upstream_and_plugin(tmp_path: Path) -> None:
     assert "plugin-real faster than upstream-real" in proc.stderr  # its verdict is printed
 
 
-def test_turn_has_exact_token_counts() -> None:
+def _burn(us: float) -> None:
+    """Spend ``us`` of this thread's CPU time."""
+    end = time.thread_time_ns() + us * 1e3
+    while time.thread_time_ns() < end:
+        pass
+
+
+def _bench_module():
     sys.path.insert(0, str(BENCH))
     try:
-        from cpu_event_cost import build_turn, engine_batches
+        import cpu_event_cost
     finally:
         sys.path.remove(str(BENCH))
+    return cpu_event_cost
+
+
+def test_time_replay_repeats_with_untimed_resets() -> None:
+    bench = _bench_module()
+    calls: list[str] = []
+
+    def run(batches: list) -> int:
+        calls.append("run")
+        _burn(1_000)
+        return 0
+
+    def reset() -> None:
+        calls.append("reset")
+        _burn(5_000)
+
+    run.prepare = lambda: calls.append("prepare")  # type: ignore[attr-defined]
+    run.reset = reset  # type: ignore[attr-defined]
+    us = bench.time_replay(run, [], 3)
+    assert calls == ["prepare"] + ["reset", "run"] * 3
+    assert 1_000 <= us < 3_000  # µs per replay; the 5 ms resets are not timed
+
+
+def test_pick_repeat_targets_the_run_length() -> None:
+    bench = _bench_module()
+    assert 8 <= bench.pick_repeat(lambda batches: _burn(1_000), [], 10_000) <= 10
+    assert bench.pick_repeat(lambda batches: _burn(1_000), [], 100) == 1
+
+
+def test_turn_has_exact_token_counts() -> None:
+    build_turn, engine_batches = _bench_module().build_turn, _bench_module().engine_batches
     from openai_harmony import Role
 
     from trtllm_stream_fix.encoding import load_gpt_oss_encoding
