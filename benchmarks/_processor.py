@@ -30,12 +30,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from trtllm_stream_fix.harmony_tokens import RETURN
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 STANDIN = ROOT / "tests" / "standin"
-RETURN = 200002
-MODEL = "gpt-oss-20b"
-CREATED = 1_700_000_000
 REAL_KINDS = ("upstream-real", "plugin-real")
 
 
@@ -124,6 +123,9 @@ def processor_replay(kind: str, enc: Any) -> Any:
         if kind != "upstream-real":
             return f"plugin unavailable: {type(exc).__name__}: {exc}"
         install = uninstall = None  # type: ignore[assignment]
+    if str(ROOT / "tests") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests"))  # the request driver shared with the tests
+    from realstub.drive import MODEL, PROMPT, new_streaming_processor
     from tensorrt_llm.serve import harmony_adapter, postprocess_handlers, responses_utils
     from tensorrt_llm.serve.openai_protocol import ResponsesRequest
 
@@ -134,7 +136,7 @@ def processor_replay(kind: str, enc: Any) -> Any:
         default_sampling_params={"stop_token_ids": adapter.get_stop_tokens()},
         reasoning_parser="gpt_oss",
     )
-    prompt = [200006, 1428, 200008, 3686, 200007, 200006, 173781]  # user "hi", assistant
+    prompt = PROMPT
     post_process = postprocess_handlers.responses_api_streaming_post_processor
 
     def prepare() -> None:
@@ -154,24 +156,7 @@ def processor_replay(kind: str, enc: Any) -> Any:
         return f"ResponsesStreamingProcessor is {'not ' if patched else ''}patched"
 
     def run(batches: list[tuple[list[int], bool]]) -> int:
-        processor = responses_utils.ResponsesStreamingProcessor(  # looked up now, as the handler
-            request=request,
-            sampling_params=params,
-            model_name=MODEL,
-            create_time=CREATED,
-            conversation_store=None,
-            enable_store=False,
-            use_harmony=True,
-            reasoning_parser="gpt_oss",
-        )
-        args = postprocess_handlers.ResponsesAPIPostprocArgs(
-            model=MODEL,
-            request=request,
-            sampling_params=params,
-            use_harmony=True,
-            reasoning_parser="gpt_oss",
-            streaming_processor=processor,
-        )
+        processor, args = new_streaming_processor(request, params)
         args.num_prompt_tokens = len(prompt)
         size = sum(len(frame) for frame in processor.get_initial_responses())
         res = _Result(params, prompt)

@@ -54,10 +54,9 @@ from _runner import bench_env, machine_info
 
 from trtllm_stream_fix.context import ResponseContext
 from trtllm_stream_fix.encoding import load_gpt_oss_encoding
+from trtllm_stream_fix.harmony_tokens import RETURN
 from trtllm_stream_fix.machine import ResponsesEventMachine
 from trtllm_stream_fix.sse import format_sse
-
-START, CHANNEL, MESSAGE, END, RETURN = 200006, 200005, 200008, 200007, 200002
 
 FULL_SIZES = ((300, 300), (1000, 1000), (4000, 2000))
 QUICK_SIZES = ((300, 300), (1000, 1000))

@@ -20,9 +20,7 @@ from dataclasses import dataclass
 
 from openai_harmony import HarmonyEncoding, HarmonyError, Message, Role, StreamableParser
 
-START, MESSAGE = 200006, 200008
-END, RETURN, CALL = 200007, 200002, 200012
-STOP_TOKENS = frozenset((END, RETURN, CALL))
+from .harmony_tokens import MESSAGE, STOP_TOKENS
 
 
 class Phase(enum.Enum):
@@ -115,25 +113,23 @@ class HarmonyDriver:
             self._messages_stale = False
         return self._messages
 
-    def content_delta(self, token: int) -> str | None:
-        """Fast path for one content token of the open message (not a stop token).
+    def is_content_token(self, token: int) -> bool:
+        """Whether ``token`` only adds text to the open message (``content_delta`` may take it)."""
+        return self._phase is Phase.CONTENT and token not in STOP_TOKENS
 
-        Precondition: ``phase is Phase.CONTENT`` and ``token not in STOP_TOKENS``. Returns
-        the token's delta (None while a UTF-8 sequence is incomplete).
+    def content_delta(self, token: int) -> str | None:
+        """One content token, without facts: the ``feed`` loop's content branch on its own.
+
+        The per-token path at one token per engine response. Precondition:
+        ``is_content_token(token)`` (the parser accepts any such token). Returns the token's
+        delta, None while a UTF-8 sequence is incomplete.
         """
         inner = self._inner
-        try:
-            inner.process(token)
-        except HarmonyError as exc:  # pragma: no cover - content tokens are always accepted
-            raise HarmonyStreamError(str(exc), self._tokens_fed) from exc
+        inner.process(token)
         self._tokens_fed += 1
         delta = inner.last_content_delta
         self._partial_utf8 = not delta
         return delta
-
-    @property
-    def tokens_fed(self) -> int:
-        return self._tokens_fed
 
     def feed(self, token_ids: Sequence[int], facts: list[Fact] | None = None) -> list[Fact]:
         """Process ``token_ids`` one by one; append the facts they produce to ``facts``.

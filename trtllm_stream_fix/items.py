@@ -43,9 +43,6 @@ class ItemKind(enum.Enum):
     NONE = "none"  # dropped (preamble in upstream-parity mode)
 
 
-STREAMED_KINDS = frozenset((ItemKind.REASONING, ItemKind.MESSAGE, ItemKind.FUNCTION_CALL))
-
-
 def classify(
     channel: str | None,
     recipient: str | None,
@@ -77,9 +74,7 @@ def classify(
 
 def is_streamed(kind: ItemKind, recipient: str | None) -> bool:
     """Items streamed token by token; built-in tool calls are announced at message end."""
-    if kind is ItemKind.FUNCTION_CALL or not recipient:
-        return kind in STREAMED_KINDS
-    return False
+    return kind is ItemKind.FUNCTION_CALL or (not recipient and kind is not ItemKind.NONE)
 
 
 def new_id(prefix: str) -> str:

@@ -19,7 +19,6 @@ from . import events as ev
 from .config import DEFAULT_CONFIG, StreamConfig
 from .context import ResponseContext
 from .harmony_driver import (
-    STOP_TOKENS,
     ContentDelta,
     Fact,
     HarmonyDriver,
@@ -36,6 +35,13 @@ logger = logging.getLogger(__name__)
 COMPLETED_REASONS = frozenset((None, "stop", "tool_calls"))
 
 
+def finish_status(finish_reason: str | None) -> str:
+    """Response status for an engine finish reason: completed, incomplete or failed."""
+    if finish_reason == "length":
+        return "incomplete"
+    return "completed" if finish_reason in COMPLETED_REASONS else "failed"
+
+
 def message_text(message: Any) -> str:
     """The text of a Harmony message (its text content parts joined)."""
     return "".join(getattr(part, "text", "") for part in message.content)
@@ -44,11 +50,10 @@ def message_text(message: Any) -> str:
 class _OpenMessage:
     """The Harmony message being parsed: its deltas and the item it feeds (if streamed)."""
 
-    __slots__ = ("chunks", "kind", "opened_at", "phase", "recipient", "record")
+    __slots__ = ("chunks", "kind", "opened_at", "recipient", "record")
 
-    def __init__(self, kind: ItemKind, phase: str | None, recipient: str | None, at: int):
+    def __init__(self, kind: ItemKind, recipient: str | None, at: int):
         self.kind = kind
-        self.phase = phase
         self.recipient = recipient
         self.opened_at = at
         self.record: ItemRecord | None = None
@@ -79,7 +84,6 @@ class ResponsesEventMachine:
         self._seq = first_sequence_number
         self._output_tokens = 0
         self._reasoning_tokens = 0
-        self._eos_status = "completed"
         self._started = False
         self.finished = False
         self.final_response: Response | None = None
@@ -89,10 +93,6 @@ class ResponsesEventMachine:
     @property
     def items(self) -> list[ItemRecord]:
         return self._items
-
-    @property
-    def next_sequence_number(self) -> int:
-        return self._seq
 
     def start(self) -> list[Any]:
         """``response.created`` and ``response.in_progress`` (once)."""
@@ -116,26 +116,15 @@ class ResponsesEventMachine:
         if self.finished:
             return []
         out: list[Any] = []
-        message = self._message
-        if (
-            len(token_ids) == 1
-            and not finished
-            and message is not None
-            and token_ids[0] not in STOP_TOKENS
-        ):
-            # One content token per engine response (stream_interval 1): skip the facts.
-            try:
-                delta = self._driver.content_delta(token_ids[0])
-            except Exception as exc:
-                return self._fail_events(f"internal error: {type(exc).__name__}: {exc}")
-            self._output_tokens += 1
-            if delta:
-                message.chunks.append(delta)
-                if message.record is not None:
-                    out.append(ev.delta(message.record, delta, self._next()))
-            return out
         facts: list[Fact] = []
         try:
+            if len(token_ids) == 1 and not finished and self._driver.is_content_token(token_ids[0]):
+                # One content token per engine response (stream_interval 1): no facts.
+                self._output_tokens += 1
+                delta = self._driver.content_delta(token_ids[0])
+                if delta:
+                    self._on_delta(delta, out)
+                return out
             if token_ids:
                 self._output_tokens += len(token_ids)
                 try:
@@ -166,21 +155,25 @@ class ResponsesEventMachine:
         self._seq = seq + 1
         return seq
 
-    def _apply(self, facts: list[Fact], out: list[Any]) -> None:
+    def _apply(self, facts: list[Fact], out: list[Any], eos_status: str = "completed") -> None:
+        """Events for ``facts``; ``eos_status`` is the status of a message closed by EOS."""
         for fact in facts:
             if type(fact) is ContentDelta:
-                message = self._message
-                message.chunks.append(fact.text)
-                if message.record is not None:
-                    out.append(ev.delta(message.record, fact.text, self._next()))
+                self._on_delta(fact.text, out)
             elif type(fact) is MessageOpened:
                 self._open(fact, out)
             else:
-                self._close(fact, out)
+                self._close(fact, out, eos_status)
+
+    def _on_delta(self, text: str, out: list[Any]) -> None:
+        message = self._message
+        message.chunks.append(text)
+        if message.record is not None:
+            out.append(ev.delta(message.record, text, self._next()))
 
     def _open(self, fact: MessageOpened, out: list[Any]) -> None:
         kind, phase = classify(fact.channel, fact.recipient, self.config, fact.role)
-        message = _OpenMessage(kind, phase, fact.recipient, fact.at)
+        message = _OpenMessage(kind, fact.recipient, fact.at)
         if is_streamed(kind, fact.recipient):
             record = ItemRecord.open(kind, len(self._items), phase, fact.recipient)
             self._items.append(record)
@@ -190,13 +183,11 @@ class ResponsesEventMachine:
                 out.append(ev.part_added(record, self._next()))
         self._message = message
 
-    def _close(self, fact: MessageClosed, out: list[Any]) -> None:
+    def _close(self, fact: MessageClosed, out: list[Any], eos_status: str) -> None:
         message, self._message = self._message, None
-        if message is None:  # pragma: no cover - the driver always opens before closing
-            return
         if message.kind is ItemKind.REASONING and not message.recipient:
             self._reasoning_tokens += fact.at - message.opened_at
-        status = "completed" if fact.stop_token is not None else self._eos_status
+        status = "completed" if fact.stop_token is not None else eos_status
         streamed = "".join(message.chunks)
         text = streamed
         if fact.partial_utf8:
@@ -233,19 +224,18 @@ class ResponsesEventMachine:
     # -- terminal -------------------------------------------------------------------------
 
     def _finish(self, finish_reason: str | None, out: list[Any]) -> None:
-        cut = finish_reason == "length"
-        if finish_reason not in COMPLETED_REASONS and not cut:
+        status = finish_status(finish_reason)
+        if status == "failed":
             out.extend(self._fail_events(f"generation ended with finish reason {finish_reason!r}"))
             return
-        self._eos_status = "incomplete" if cut else "completed"
+        cut = status == "incomplete"
         facts: list[Fact] = []
         try:
             self._driver.finish(facts)
         except TruncatedHeaderError:
             # Cut inside a message header: no item was opened for it.
             cut = True
-        self._apply(facts, out)
-        self._message = None
+        self._apply(facts, out, eos_status=status)
         if cut and self.config.length_terminal == "incomplete":
             event_type, status = "response.incomplete", "incomplete"
         elif cut:
@@ -264,7 +254,7 @@ class ResponsesEventMachine:
         try:
             open_message, self._message = self._message, None
             record = open_message.record if open_message else None
-            if record is not None and record.status == "in_progress":
+            if record is not None:
                 record.text = "".join(open_message.chunks)
                 record.status = "incomplete"
                 self._close_item(record, out)

@@ -25,7 +25,7 @@ from .harmony_driver import (
     TruncatedHeaderError,
 )
 from .items import ItemKind, ItemRecord, classify
-from .machine import COMPLETED_REASONS, message_text
+from .machine import finish_status, message_text
 from .response import build_response as build_response_object
 from .response import typed_tools, usage
 
@@ -60,7 +60,7 @@ def output_items(
     except HarmonyStreamError as exc:
         error = f"invalid Harmony token sequence: {exc}"
         parsed = exc.token_index + 1
-    eos_status = "incomplete" if finish_reason == "length" else "completed"
+    eos_status = "incomplete" if finish_status(finish_reason) == "incomplete" else "completed"
     items: list[ItemRecord] = []
     reasoning_tokens = 0
     messages = iter(driver.messages)
@@ -105,15 +105,15 @@ def build_response(
     items, reasoning_tokens, error, header_cut, parsed = output_items(
         token_ids, finish_reason, config=config, encoding=encoding
     )
-    cut = finish_reason == "length" or header_cut
-    if error is None and finish_reason not in COMPLETED_REASONS and not cut:
+    status = finish_status(finish_reason)
+    if error is None and status == "failed":
         error = f"generation ended with finish reason {finish_reason!r}"
     if error is not None:
         status, reason = "failed", None
-    elif cut:
+    elif status == "incomplete" or header_cut:
         status, reason = "incomplete", "max_output_tokens"
     else:
-        status, reason = "completed", None
+        reason = None
     return build_response_object(
         context,
         typed_tools(context.tools),

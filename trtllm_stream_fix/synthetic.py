@@ -21,9 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .encoding import load_gpt_oss_encoding
-
-START, CHANNEL, MESSAGE, CONSTRAIN = 200006, 200005, 200008, 200003
-END, RETURN, CALL, ENDOFTEXT = 200007, 200002, 200012, 199999
+from .harmony_tokens import CALL, CHANNEL, CONSTRAIN, END, ENDOFTEXT, MESSAGE, RETURN, START
 
 # Specials that are plain text inside content (not stop tokens).
 STRAY_SPECIALS = (START, CHANNEL, MESSAGE, CONSTRAIN, ENDOFTEXT)

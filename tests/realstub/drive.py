@@ -26,6 +26,7 @@ import realstub
 MODEL = "gpt-oss-20b"
 CREATED = 1_700_000_000
 SPLITS = (1, 20)
+PROMPT = [200006, 1428, 200008, 3686, 200007, 200006, 173781]  # user "hi", then assistant
 
 
 @dataclass
@@ -71,23 +72,12 @@ def events_of(frames: list[str]) -> list[dict[str, Any]]:
     ]
 
 
-def stream(output: Any, split: int, *, workers: bool) -> tuple[list[dict[str, Any]], str]:
-    """The client's events for one request, and the exception that ended it ('' if none)."""
-    from tensorrt_llm.serve import harmony_adapter, postprocess_handlers, responses_utils
-    from tensorrt_llm.serve.openai_protocol import ResponsesRequest
+def new_streaming_processor(request: Any, sampling: Any) -> tuple[Any, Any]:
+    """The processor and post-processor args of one streamed request, as the handler builds
+    them (the processor class looked up now, so a patched binding is used)."""
+    from tensorrt_llm.serve import postprocess_handlers, responses_utils
 
-    from trtllm_stream_fix.synthetic import engine_responses
-
-    request = ResponsesRequest(
-        model=MODEL, input="hi", stream=True, store=False, request_id=f"resp_{output.seed:08x}"
-    )
-    adapter = harmony_adapter.get_harmony_adapter()
-    adapter.cleanup_stream_state(f"responses-api-{request.request_id}")  # each run starts fresh
-    sampling = request.to_sampling_params(
-        default_sampling_params={"stop_token_ids": adapter.get_stop_tokens()},
-        reasoning_parser="gpt_oss",
-    )
-    processor = responses_utils.ResponsesStreamingProcessor(  # looked up now, as the handler
+    processor = responses_utils.ResponsesStreamingProcessor(
         request=request,
         sampling_params=sampling,
         model_name=MODEL,
@@ -105,7 +95,27 @@ def stream(output: Any, split: int, *, workers: bool) -> tuple[list[dict[str, An
         reasoning_parser="gpt_oss",
         streaming_processor=processor,
     )
-    prompt = [200006, 1428, 200008, 3686, 200007, 200006, 173781]
+    return processor, args
+
+
+def stream(output: Any, split: int, *, workers: bool) -> tuple[list[dict[str, Any]], str]:
+    """The client's events for one request, and the exception that ended it ('' if none)."""
+    from tensorrt_llm.serve import harmony_adapter, postprocess_handlers, responses_utils
+    from tensorrt_llm.serve.openai_protocol import ResponsesRequest
+
+    from trtllm_stream_fix.synthetic import engine_responses
+
+    request = ResponsesRequest(
+        model=MODEL, input="hi", stream=True, store=False, request_id=f"resp_{output.seed:08x}"
+    )
+    adapter = harmony_adapter.get_harmony_adapter()
+    adapter.cleanup_stream_state(f"responses-api-{request.request_id}")  # each run starts fresh
+    sampling = request.to_sampling_params(
+        default_sampling_params={"stop_token_ids": adapter.get_stop_tokens()},
+        reasoning_parser="gpt_oss",
+    )
+    processor, args = new_streaming_processor(request, sampling)
+    prompt = PROMPT
     # With workers the args travel to the worker when the request is submitted.
     worker_args = pickle.loads(pickle.dumps(args)) if workers else args
     worker_args.num_prompt_tokens = len(prompt)

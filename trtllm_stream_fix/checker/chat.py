@@ -16,6 +16,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..harmony_tokens import MARKUP
+
 __all__ = ["CHAT_RULES", "ChatCheck", "ChatChoice", "ChatStreamChecker", "ChatToolCall"]
 
 #: Rule codes of the Chat Completions checker.
@@ -37,15 +39,6 @@ CHAT_RULES: dict[str, str] = {
 }
 
 _FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
-_MARKUP = (
-    "<|start|>",
-    "<|channel|>",
-    "<|message|>",
-    "<|end|>",
-    "<|return|>",
-    "<|call|>",
-    "<|constrain|>",
-)
 
 
 @dataclass
@@ -227,7 +220,7 @@ class ChatStreamChecker:
             if not isinstance(value, str):
                 self._violate("schema", f"delta.{key} {value!r} is not a string")
                 continue
-            if "<|" in value and any(m in value for m in _MARKUP):
+            if "<|" in value and any(m in value for m in MARKUP):
                 self._violate("markup-leak", f"Harmony markup in delta.{key}: {value[:60]!r}")
             setattr(state, attr, getattr(state, attr) + value)
         tool_calls = delta.get("tool_calls")

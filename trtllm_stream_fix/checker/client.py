@@ -451,16 +451,19 @@ async def _stream(
     return session.finish(stop, elapsed(), detail)
 
 
-async def _stream_forced(
+async def _stream_openai(
+    protocol: str,
     client: Any,
     url: str,
     body: Mapping[str, Any],
-    session: StreamSession,
+    *,
     headers: Mapping[str, str] | None,
     idle_timeout: float,
     deadline: float,
+    **checks: Any,
 ) -> StreamRecord:
-    """``_stream`` with ``"stream": true`` set in the JSON body (OpenAI-style endpoints)."""
+    """An OpenAI-style streamed POST (``"stream": true`` set in the body), checked."""
+    session = StreamSession(protocol, url=url, **checks)
     return await _stream(
         client,
         url,
@@ -490,15 +493,19 @@ async def stream_responses(
     ``client`` is an ``httpx.AsyncClient``; ``idle_timeout`` bounds the wait for the response
     head and between body reads, ``deadline`` the whole exchange (seconds).
     """
-    session = StreamSession(
+    return await _stream_openai(
         "responses",
-        url=url,
+        client,
+        url,
+        body,
+        headers=headers,
+        idle_timeout=idle_timeout,
+        deadline=deadline,
         limits=limits,
         allow=allow,
         allow_incomplete=allow_incomplete,
         allow_failed=allow_failed,
     )
-    return await _stream_forced(client, url, body, session, headers, idle_timeout, deadline)
 
 
 async def stream_chat(
@@ -519,15 +526,19 @@ async def stream_chat(
     A choice finishing with ``length`` does not make the outcome ``incomplete``; read
     ``record.items[k]["finish_reason"]``.
     """
-    session = StreamSession(
+    return await _stream_openai(
         "chat",
-        url=url,
+        client,
+        url,
+        body,
+        headers=headers,
+        idle_timeout=idle_timeout,
+        deadline=deadline,
         limits=limits,
         allow=allow,
         allow_incomplete=allow_incomplete,
         allow_failed=allow_failed,
     )
-    return await _stream_forced(client, url, body, session, headers, idle_timeout, deadline)
 
 
 async def stream_triton(

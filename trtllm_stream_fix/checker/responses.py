@@ -25,6 +25,8 @@ from typing import Any, Literal
 
 import pydantic
 
+from ..harmony_tokens import MARKUP
+
 __all__ = [
     "RULES",
     "ResponsesCheck",
@@ -90,15 +92,6 @@ _DONE_KINDS = {
     "response.reasoning_text.done": ("reasoning_text", "text"),
 }
 _BUILTIN_ITEMS = frozenset({"message", "reasoning", "function_call"})
-_MARKUP = (
-    "<|start|>",
-    "<|channel|>",
-    "<|message|>",
-    "<|end|>",
-    "<|return|>",
-    "<|call|>",
-    "<|constrain|>",
-)
 
 
 def _event_classes() -> dict[str, type[pydantic.BaseModel]]:
@@ -423,7 +416,7 @@ class ResponsesStreamChecker:
             return False
         if not delta:
             self._violate("delta-empty", "empty delta")
-        elif "<|" in delta and any(m in delta for m in _MARKUP):
+        elif "<|" in delta and any(m in delta for m in MARKUP):
             self._warn("delta contains Harmony markup", once="markup")
         return True
 
