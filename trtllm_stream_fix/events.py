@@ -31,6 +31,13 @@ from openai.types.responses.response_content_part_added_event import PartReasoni
 from .fastmodel import construct, construct_complete
 from .items import ItemKind, ItemRecord, build_item
 
+DELTA_TYPES = frozenset(
+    (
+        "response.output_text.delta",
+        "response.reasoning_text.delta",
+        "response.function_call_arguments.delta",
+    )
+)
 LIFECYCLE = {
     "response.created": ResponseCreatedEvent,
     "response.in_progress": ResponseInProgressEvent,

@@ -9,15 +9,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-# Events whose fields are plain values: serialised from the instance dict with orjson
-# (about 0.4 µs instead of 1.6 µs for pydantic), the per-token path at stream_interval 1.
-_FLAT_EVENTS = frozenset(
-    (
-        "response.output_text.delta",
-        "response.reasoning_text.delta",
-        "response.function_call_arguments.delta",
-    )
-)
+from .events import DELTA_TYPES
 
 
 def event_to_dict(event: Any) -> dict[str, Any]:
@@ -61,7 +53,7 @@ def event_to_json(event: Any) -> str:
     orjson over the models' own fields: 3-5x cheaper than pydantic's serialiser for the
     lifecycle and item events, and exactly the same JSON (tested against ``exclude_none``).
     """
-    if event.type in _FLAT_EVENTS:
+    if event.type in DELTA_TYPES:  # plain values only: orjson straight from the fields
         fields = event.__dict__
         if None in fields.values():
             fields = {k: v for k, v in fields.items() if v is not None}

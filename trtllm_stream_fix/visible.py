@@ -11,13 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-DELTA_TYPES = frozenset(
-    (
-        "response.output_text.delta",
-        "response.reasoning_text.delta",
-        "response.function_call_arguments.delta",
-    )
-)
+from .events import DELTA_TYPES
+
 _ID_KEYS = frozenset(("id", "item_id", "call_id"))
 _VOLATILE_KEYS = frozenset(("sequence_number", "completed_at"))
 
