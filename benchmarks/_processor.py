@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trtllm_stream_fix.harmony_tokens import RETURN
+from trtllm_stream_fix.core.harmony_tokens import RETURN
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -52,11 +52,11 @@ sys.path.insert(0, str(HERE))
 
 from _runner import bench_env, machine_info
 
-from trtllm_stream_fix.context import ResponseContext
+from trtllm_stream_fix.core.context import ResponseContext
+from trtllm_stream_fix.core.harmony_tokens import RETURN
+from trtllm_stream_fix.core.machine import ResponsesEventMachine
+from trtllm_stream_fix.core.sse import format_sse
 from trtllm_stream_fix.encoding import load_gpt_oss_encoding
-from trtllm_stream_fix.harmony_tokens import RETURN
-from trtllm_stream_fix.machine import ResponsesEventMachine
-from trtllm_stream_fix.sse import format_sse
 
 FULL_SIZES = ((300, 300), (1000, 1000), (4000, 2000))
 QUICK_SIZES = ((300, 300), (1000, 1000))
@@ -231,7 +231,7 @@ def ours_impl(enc: Any) -> Replay:
 
 def upstream_impl(enc: Any) -> Replay | str:
     try:
-        from trtllm_stream_fix.baseline import UpstreamBaselineStream
+        from trtllm_stream_fix.testing.baseline import UpstreamBaselineStream
     except ImportError as exc:
         return f"baseline unavailable: {exc}"
     return _stream_impl(enc, lambda ctx, e: UpstreamBaselineStream(ctx, encoding=e))

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from trtllm_stream_fix.config import DEFAULT_CONFIG, StreamConfig
-from trtllm_stream_fix.context import ResponseContext
-from trtllm_stream_fix.differential import make_stream
-from trtllm_stream_fix.sse import event_to_dict
+from trtllm_stream_fix.core.config import DEFAULT_CONFIG, StreamConfig
+from trtllm_stream_fix.core.context import ResponseContext
+from trtllm_stream_fix.core.sse import event_to_dict
+from trtllm_stream_fix.testing.differential import make_stream
 
 
 def run(

@@ -10,12 +10,12 @@ from collections import defaultdict
 import pytest
 from openai_harmony import HarmonyError, Role
 
-from trtllm_stream_fix.baseline import UpstreamBaselineStream
-from trtllm_stream_fix.context import ResponseContext
+from trtllm_stream_fix.core.context import ResponseContext
+from trtllm_stream_fix.core.sse import event_to_dict
 from trtllm_stream_fix.encoding import load_gpt_oss_encoding
-from trtllm_stream_fix.sdk_oracle import sdk_accumulate
-from trtllm_stream_fix.sse import event_to_dict
-from trtllm_stream_fix.synthetic import engine_responses, generate_outputs, named_output
+from trtllm_stream_fix.testing.baseline import UpstreamBaselineStream
+from trtllm_stream_fix.testing.sdk_oracle import sdk_accumulate
+from trtllm_stream_fix.testing.synthetic import engine_responses, generate_outputs, named_output
 
 
 def run(output, split) -> tuple[list, UpstreamBaselineStream]:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trtllm_stream_fix.differential import (
+from trtllm_stream_fix.testing.differential import (
     COUNTS,
     Tally,
     check_main,
@@ -20,8 +20,8 @@ from trtllm_stream_fix.differential import (
     stream_events,
     strict_passes,
 )
-from trtllm_stream_fix.synthetic import generate_output, generate_outputs
-from trtllm_stream_fix.visible import client_visible
+from trtllm_stream_fix.testing.synthetic import generate_output, generate_outputs
+from trtllm_stream_fix.testing.visible import client_visible
 
 pytestmark = pytest.mark.cpu_only
 

@@ -7,7 +7,7 @@ import openai_harmony
 import pytest
 from openai_harmony import Role, StreamableParser
 
-from trtllm_stream_fix.harmony_driver import (
+from trtllm_stream_fix.core.harmony_driver import (
     ContentDelta,
     HarmonyDriver,
     HarmonyStreamError,
@@ -15,7 +15,7 @@ from trtllm_stream_fix.harmony_driver import (
     MessageOpened,
     TruncatedHeaderError,
 )
-from trtllm_stream_fix.synthetic import generate_outputs
+from trtllm_stream_fix.testing.synthetic import generate_outputs
 
 pytestmark = pytest.mark.cpu_only
 

@@ -7,12 +7,12 @@ import pytest
 from _streams import of_type, run, split
 
 from trtllm_stream_fix.checker import check_responses_events
-from trtllm_stream_fix.config import StreamConfig
-from trtllm_stream_fix.context import ResponseContext
-from trtllm_stream_fix.machine import ResponsesEventMachine
-from trtllm_stream_fix.nonstreaming import build_response
-from trtllm_stream_fix.sse import SSEEncoder, event_to_dict, format_sse
-from trtllm_stream_fix.synthetic import generate_outputs, named_output
+from trtllm_stream_fix.core.config import StreamConfig
+from trtllm_stream_fix.core.context import ResponseContext
+from trtllm_stream_fix.core.machine import ResponsesEventMachine
+from trtllm_stream_fix.core.nonstreaming import build_response
+from trtllm_stream_fix.core.sse import SSEEncoder, event_to_dict, format_sse
+from trtllm_stream_fix.testing.synthetic import generate_outputs, named_output
 
 pytestmark = pytest.mark.cpu_only
 
@@ -157,7 +157,7 @@ def test_first_sequence_number_continues_a_counter(encoding):
 def test_fast_delta_json_equals_pydantic_json(encoding, tokens):
     import json
 
-    from trtllm_stream_fix.sse import event_to_json
+    from trtllm_stream_fix.core.sse import event_to_json
 
     machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding)
     events = machine.start() + machine.feed(
@@ -176,8 +176,8 @@ def test_fast_delta_json_equals_pydantic_json(encoding, tokens):
 
 
 def test_delta_events_name_every_field_of_their_model(encoding, tokens):
-    from trtllm_stream_fix import events as ev
-    from trtllm_stream_fix.items import ItemKind, ItemRecord
+    from trtllm_stream_fix.core import events as ev
+    from trtllm_stream_fix.core.items import ItemKind, ItemRecord
 
     for kind in (ItemKind.MESSAGE, ItemKind.REASONING, ItemKind.FUNCTION_CALL):
         event = ev.delta(ItemRecord.open(kind, 0, None, "functions.f"), "x", 0)
@@ -188,7 +188,7 @@ def test_delta_events_name_every_field_of_their_model(encoding, tokens):
 def test_wire_json_leaves_out_none_exactly_like_exclude_none(encoding):
     import json
 
-    from trtllm_stream_fix.sse import event_to_json
+    from trtllm_stream_fix.core.sse import event_to_json
 
     tools = [{"type": "function", "name": "f", "parameters": {"type": "object"}, "strict": None}]
     for output in generate_outputs(40, seed=21):
@@ -222,7 +222,7 @@ def test_tool_authored_message_in_a_completion_is_not_an_item(encoding, tokens, 
 
 
 def test_stream_config_from_env():
-    from trtllm_stream_fix.config import StreamConfig
+    from trtllm_stream_fix.core.config import StreamConfig
 
     assert StreamConfig.from_env({}) == StreamConfig()
     parity = StreamConfig.from_env(
@@ -238,8 +238,8 @@ def test_wire_json_uses_field_aliases():
 
     from openai.types.responses import ResponseFunctionToolCall, ResponseOutputItemDoneEvent
 
-    from trtllm_stream_fix.fastmodel import construct
-    from trtllm_stream_fix.sse import event_to_json
+    from trtllm_stream_fix.core.fastmodel import construct
+    from trtllm_stream_fix.core.sse import event_to_json
 
     item = construct(
         ResponseFunctionToolCall,

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Correct OpenAI Responses API streaming for gpt-oss (Harmony) on TensorRT-LLM."""
 
-from .config import StreamConfig
-from .context import ResponseContext
-from .machine import ResponsesEventMachine
-from .nonstreaming import build_response
-from .sse import SSEEncoder, event_to_dict, format_sse
+from .core.config import StreamConfig
+from .core.context import ResponseContext
+from .core.machine import ResponsesEventMachine
+from .core.nonstreaming import build_response
+from .core.sse import SSEEncoder, event_to_dict, format_sse
 
 __all__ = [
     "ResponseContext",

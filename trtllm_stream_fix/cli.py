@@ -36,7 +36,7 @@ def _serve(args: argparse.Namespace, rest: list[str]) -> int:
         return 2
     import uvicorn
 
-    from .config import StreamConfig
+    from .core.config import StreamConfig
     from .sim.engine import EngineConfig
     from .sim.server import create_app
 

@@ -23,7 +23,7 @@ from .sim.engine import EngineConfig
 from .sim.sdk_client import SDKResult, make_client, sdk_stream
 from .sim.server import create_app
 from .sim.threaded import serve_in_thread
-from .visible import client_visible
+from .testing.visible import client_visible
 
 GENERATORS = ("upstream", "ours")
 MODEL = "gpt-oss-20b"

@@ -103,7 +103,7 @@ def stream(output: Any, split: int, *, workers: bool) -> tuple[list[dict[str, An
     from tensorrt_llm.serve import harmony_adapter, postprocess_handlers, responses_utils
     from tensorrt_llm.serve.openai_protocol import ResponsesRequest
 
-    from trtllm_stream_fix.synthetic import engine_responses
+    from trtllm_stream_fix.testing.synthetic import engine_responses
 
     request = ResponsesRequest(
         model=MODEL, input="hi", stream=True, store=False, request_id=f"resp_{output.seed:08x}"
@@ -153,7 +153,7 @@ async def _collect(
 
 
 def comparable(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from trtllm_stream_fix.visible import client_visible
+    from trtllm_stream_fix.testing.visible import client_visible
 
     return client_visible(events)
 
@@ -161,7 +161,7 @@ def comparable(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def verdicts(events: list[dict[str, Any]]) -> tuple[bool, bool, str]:
     """(strict checker ok, SDK accepts, first problem)."""
     from trtllm_stream_fix.checker.responses import check_responses_events
-    from trtllm_stream_fix.sdk_oracle import sdk_accumulate
+    from trtllm_stream_fix.testing.sdk_oracle import sdk_accumulate
 
     check = check_responses_events(events)
     problem = "" if check.ok else (check.violations or ["no terminal event"])[0]
@@ -209,7 +209,7 @@ def main(source: str, count: int) -> dict[str, Any]:
 
     from trtllm_stream_fix.plugin import targets
     from trtllm_stream_fix.plugin.installer import install, uninstall
-    from trtllm_stream_fix.synthetic import generate_outputs
+    from trtllm_stream_fix.testing.synthetic import generate_outputs
 
     upstream_class = responses_utils.ResponsesStreamingProcessor
     checks = [targets.check(t) for t in targets.ALL_TARGETS]

@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..harmony_tokens import MARKUP
+from ..core.harmony_tokens import MARKUP
 
 __all__ = ["CHAT_RULES", "ChatCheck", "ChatChoice", "ChatStreamChecker", "ChatToolCall"]
 

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import pydantic
 
-from ..harmony_tokens import MARKUP
+from ..core.harmony_tokens import MARKUP
 
 __all__ = [
     "RULES",

@@ -80,7 +80,7 @@ LEDGER: tuple[LedgerEntry, ...] = (
             "by the token limit completed, and raises on a cut inside a message header."
         ),
         how=(
-            "Wrapper (keeps __wrapped__) returning items from trtllm_stream_fix.nonstreaming "
+            "Wrapper (keeps __wrapped__) returning items from trtllm_stream_fix.core.nonstreaming "
             "and the Harmony messages upstream stores for conversation history."
         ),
         upstream="NVIDIA/TensorRT-LLM#19223",

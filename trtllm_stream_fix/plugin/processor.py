@@ -19,10 +19,10 @@ from typing import Any, ClassVar
 
 from tensorrt_llm.serve import responses_utils as _responses_utils
 
-from ..config import StreamConfig
-from ..context import ResponseContext
-from ..machine import ResponsesEventMachine
-from ..sse import format_sse
+from ..core.config import StreamConfig
+from ..core.context import ResponseContext
+from ..core.machine import ResponsesEventMachine
+from ..core.sse import format_sse
 from .replacements import harmony_messages
 from .targets import upstream_class
 

@@ -14,9 +14,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..config import StreamConfig
-from ..context import ResponseContext
-from ..nonstreaming import build_response
+from ..core.config import StreamConfig
+from ..core.context import ResponseContext
+from ..core.nonstreaming import build_response
 
 logger = logging.getLogger("trtllm_stream_fix.plugin")
 

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..synthetic import (
+from ..testing.synthetic import (
     NAMED_SCENARIOS,
     EngineResponse,
     SyntheticOutput,

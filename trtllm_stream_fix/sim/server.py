@@ -3,7 +3,7 @@
 
 ``create_app(engine_config, generator)`` serves ``POST /v1/responses`` (SSE stream or JSON),
 ``GET /v1/models`` and ``GET /health`` (``{"active_streams": n}``). ``generator="ours"``
-streams through :class:`~trtllm_stream_fix.machine.ResponsesEventMachine`;
+streams through :class:`~trtllm_stream_fix.core.machine.ResponsesEventMachine`;
 ``"upstream"`` through the upstream-equivalent baseline, for comparison.
 """
 
@@ -17,14 +17,14 @@ from typing import Any, Literal
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from .. import events as ev
-from ..config import StreamConfig
-from ..context import ResponseContext
-from ..machine import ResponsesEventMachine
-from ..nonstreaming import build_response
-from ..response import build_response as build_response_object
-from ..response import typed_tools
-from ..sse import format_sse
+from ..core import events as ev
+from ..core.config import StreamConfig
+from ..core.context import ResponseContext
+from ..core.machine import ResponsesEventMachine
+from ..core.nonstreaming import build_response
+from ..core.response import build_response as build_response_object
+from ..core.response import typed_tools
+from ..core.sse import format_sse
 from .engine import EngineConfig, Generation, SimulatedEngine
 from .faults import inject
 from .protocol import RequestError, ResponsesRequest, error_body, input_text, parse_request
@@ -81,7 +81,7 @@ class _Streamer:
 
     def _stream_object(self, context: ResponseContext) -> Any:
         if self.generator == "upstream":
-            from ..baseline import UpstreamBaselineStream
+            from ..testing.baseline import UpstreamBaselineStream
 
             return UpstreamBaselineStream(context, encoding=self.encoding)
         return ResponsesEventMachine(context, config=self.stream_config, encoding=self.encoding)

@@ -72,7 +72,7 @@ class ResponsesEventMachine:
         first_sequence_number: int = 0,
     ) -> None:
         if encoding is None:
-            from .encoding import load_gpt_oss_encoding
+            from ..encoding import load_gpt_oss_encoding
 
             encoding = load_gpt_oss_encoding()
         self.context = context

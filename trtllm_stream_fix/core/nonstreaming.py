@@ -44,7 +44,7 @@ def output_items(
     tokens up to the offending one (all of them without an error).
     """
     if encoding is None:
-        from .encoding import load_gpt_oss_encoding
+        from ..encoding import load_gpt_oss_encoding
 
         encoding = load_gpt_oss_encoding()
     driver = HarmonyDriver(encoding)

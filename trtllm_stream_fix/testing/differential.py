@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import DEFAULT_CONFIG, StreamConfig
-from .context import ResponseContext
+from ..core.config import DEFAULT_CONFIG, StreamConfig
+from ..core.context import ResponseContext
+from ..core.sse import event_to_dict
 from .sdk_oracle import sdk_accumulate
-from .sse import event_to_dict
 from .synthetic import SyntheticOutput, engine_responses, generate_outputs
 from .visible import client_visible
 
@@ -33,7 +33,7 @@ COUNTS = ("identical", "sdk_accepted", "strict_passed", "final_matches_stream")
 def make_stream(impl: str, context: ResponseContext, config: StreamConfig, encoding: Any):
     """A fresh per-request stream generator: ours or the upstream-equivalent baseline."""
     if impl == "ours":
-        from .machine import ResponsesEventMachine
+        from ..core.machine import ResponsesEventMachine
 
         return ResponsesEventMachine(context, config=config, encoding=encoding)
     if impl == "upstream":
@@ -113,7 +113,7 @@ def _strip_parsed(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def strict_violations(events: list[dict[str, Any]]) -> list[str]:
     """The strict checker's violations (a stream without a terminal event has one)."""
-    from .checker.responses import check_responses_events
+    from ..checker.responses import check_responses_events
 
     check = check_responses_events(events)
     if check.ok:

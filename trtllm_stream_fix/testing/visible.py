@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .events import DELTA_TYPES
+from ..core.events import DELTA_TYPES
 
 _ID_KEYS = frozenset(("id", "item_id", "call_id"))
 _VOLATILE_KEYS = frozenset(("sequence_number", "completed_at"))

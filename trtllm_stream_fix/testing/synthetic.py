@@ -20,8 +20,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .encoding import load_gpt_oss_encoding
-from .harmony_tokens import CALL, CHANNEL, CONSTRAIN, END, ENDOFTEXT, MESSAGE, RETURN, START
+from ..core.harmony_tokens import CALL, CHANNEL, CONSTRAIN, END, ENDOFTEXT, MESSAGE, RETURN, START
+from ..encoding import load_gpt_oss_encoding
 
 # Specials that are plain text inside content (not stop tokens).
 STRAY_SPECIALS = (START, CHANNEL, MESSAGE, CONSTRAIN, ENDOFTEXT)

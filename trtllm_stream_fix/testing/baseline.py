@@ -55,9 +55,9 @@ from openai.types.responses.response_function_web_search import (
 from openai.types.responses.response_reasoning_item import Content as ReasoningContent
 from openai_harmony import HarmonyError, Role, StreamableParser, StreamState
 
-from . import events as ev
-from .context import ResponseContext
-from .response import build_response, typed_tools, usage
+from ..core import events as ev
+from ..core.context import ResponseContext
+from ..core.response import build_response, typed_tools, usage
 
 _STATUS = {
     None: "completed",
@@ -175,7 +175,7 @@ class UpstreamBaselineStream:
         first_sequence_number: int = 0,
     ) -> None:
         if encoding is None:
-            from .encoding import load_gpt_oss_encoding
+            from ..encoding import load_gpt_oss_encoding
 
             encoding = load_gpt_oss_encoding()
         self.context = context
