@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.harmony_tokens import MARKUP
+from ..jsonlimits import MAX_DEPTH, too_deep
 
 __all__ = ["CHAT_RULES", "ChatCheck", "ChatChoice", "ChatStreamChecker", "ChatToolCall"]
 
@@ -148,6 +149,9 @@ class ChatStreamChecker:
         if not isinstance(chunk, Mapping):
             self._violate("schema", "chunk is not a JSON object")
             return
+        if too_deep(chunk, MAX_DEPTH):
+            self._violate("schema", f"chunk nested deeper than {MAX_DEPTH} levels")
+            return
         if chunk.get("error") or chunk.get("object") == "error":
             err = chunk.get("error")
             if isinstance(err, Mapping):
@@ -231,6 +235,9 @@ class ChatStreamChecker:
             else:
                 self._violate("schema", "delta.tool_calls is not a list")
         reason = choice.get("finish_reason")
+        if reason is not None and not isinstance(reason, str):
+            self._violate("finish-reason", f"finish_reason {_short(reason)} is not a string")
+            reason = _short(reason)
         if reason is not None:
             if finished_before:
                 self._violate(
@@ -303,3 +310,8 @@ class ChatStreamChecker:
             usage=self.usage,
             rules=list(self.rules),
         )
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

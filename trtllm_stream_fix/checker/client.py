@@ -33,10 +33,11 @@ import asyncio
 import json
 import time
 from collections.abc import Collection, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from trtllm_stream_fix import jsonlimits
 from trtllm_stream_fix.checker.chat import ChatStreamChecker
 from trtllm_stream_fix.checker.responses import ResponsesStreamChecker
 from trtllm_stream_fix.checker.sse_reader import SSEEvent, SSELimits, SSEProtocolError, SSEReader
@@ -125,9 +126,26 @@ class StreamRecord:
         return path
 
     @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StreamRecord:
+        """A record from :meth:`to_dict` output; unknown keys are ignored.
+
+        Raises ValueError when ``protocol``, ``outcome`` or ``events`` has the wrong shape.
+        """
+        events = data.get("events")
+        if not isinstance(events, list) or not all(isinstance(e, Mapping) for e in events):
+            raise ValueError("not a stream record: `events` must be a list of objects")
+        if not isinstance(data.get("protocol"), str) or not isinstance(data.get("outcome"), str):
+            raise ValueError("not a stream record: `protocol` and `outcome` must be strings")
+        names = {f.name for f in fields(cls)}
+        return cls(**{"ok": False, **{k: v for k, v in data.items() if k in names}})
+
+    @classmethod
     def load(cls, path: str | Path) -> StreamRecord:
-        """Read a record written by :meth:`save`."""
-        return cls(**json.loads(Path(path).read_text(encoding="utf-8")))
+        """Read a record written by :meth:`save` (ValueError if it is not one)."""
+        data = jsonlimits.loads(Path(path).read_bytes())
+        if not isinstance(data, Mapping):
+            raise ValueError("not a stream record: the file does not hold a JSON object")
+        return cls.from_dict(data)
 
     def sse_body(self) -> bytes:
         """Re-frame the recorded events as an SSE body (for :func:`replay_record`)."""
@@ -244,12 +262,10 @@ class StreamSession:
             )
             return
         try:
-            payload = json.loads(event.data)
-        except ValueError as exc:
+            payload = jsonlimits.loads(event.data)
+        except jsonlimits.JSONLimitError as exc:
             self._fatal = "malformed_json"
-            self.record.detail = (
-                f"event {len(self.record.events) - 1}: invalid JSON ({exc}): {event.data[:80]!r}"
-            )
+            self.record.detail = f"event {len(self.record.events) - 1}: {exc}: {event.data[:80]!r}"
             return
         if self.responses is not None:
             if self.responses.terminated:
@@ -311,6 +327,11 @@ class StreamSession:
             self.reader.close()
             rec.discarded_tail = self.reader.discarded
         rec.warnings.extend(self.reader.warnings)
+        if self.reader.warnings_dropped:
+            rec.warnings.append(
+                f"{self.reader.warnings_dropped} more SSE warnings not kept "
+                f"({self.reader.warning_count} in all)"
+            )
         terminal, violations = self._finish_checker(stop)
         rec.terminal = terminal
         rec.violations = violations + self._extra_violations
@@ -587,11 +608,11 @@ def replay_record(
     else:
         raw = Path(source).read_bytes()
         try:
-            saved = json.loads(raw)
+            saved = jsonlimits.loads(raw)
         except ValueError:
-            saved = None
+            saved = None  # not a JSON record: a raw SSE body
         if isinstance(saved, dict) and "events" in saved and "protocol" in saved:
-            record = StreamRecord(**saved)
+            record = StreamRecord.from_dict(saved)
             raw = record.sse_body()
             protocol = protocol or record.protocol  # type: ignore[assignment]
     if protocol is None:

@@ -17,7 +17,6 @@ as warnings instead.
 
 from __future__ import annotations
 
-import json
 import typing
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from typing import Any, Literal
 import pydantic
 
 from ..core.harmony_tokens import MARKUP
+from ..jsonlimits import MAX_DEPTH, loads, too_deep
 
 __all__ = [
     "RULES",
@@ -187,6 +187,8 @@ class _Item:
     id: str
     type: str
     added: Mapping[str, Any]
+    #: Position in the checker's item list.
+    slot: int = 0
     open: bool = True
     status: str | None = None
     parts: list[_Part] = field(default_factory=list)
@@ -248,6 +250,8 @@ class ResponsesStreamChecker:
         self.usage: dict[str, Any] | None = None
         self._items: list[_Item] = []
         self._by_index: dict[int, _Item] = {}
+        #: Items added and not yet done, by their position in ``_items`` (keeps adds O(1)).
+        self._open: dict[int, _Item] = {}
         self._ids: set[str] = set()
         self._lifecycle_seen: list[str] = []
         self._error_pending = False
@@ -319,7 +323,10 @@ class ResponsesStreamChecker:
             self._violate("schema", "event is not a JSON object")
             return
         etype = event.get("type")
-        self._type = etype if isinstance(etype, str) else repr(etype)
+        self._type = etype if isinstance(etype, str) else _short(etype, 40)
+        if too_deep(event, MAX_DEPTH):
+            self._violate("schema", f"event data nested deeper than {MAX_DEPTH} levels")
+            return
         if self._terminal_index is not None:
             self._violate(
                 "after-terminal", f"event after the terminal event {self._terminal_index}"
@@ -337,6 +344,8 @@ class ResponsesStreamChecker:
         if cls is None:
             self._violate("unknown-type", f"unknown event type {etype!r}")
             return
+        if etype == "error":
+            event = self._flatten_error(event)
         if self.validate_schema:
             self._check_schema(cls, event)
         handler = self._handlers.get(etype)
@@ -355,7 +364,7 @@ class ResponsesStreamChecker:
                     if "error-without-failed" in self.allow:
                         self.terminal = "failed"
                 else:
-                    open_ids = [it.id for it in self._items if it.open]
+                    open_ids = [it.id for it in self._open.values()]
                     extra = f"; open items {open_ids}" if open_ids else ""
                     self._violate("no-terminal", f"no terminal event{extra}")
         return self.result()
@@ -387,6 +396,22 @@ class ResponsesStreamChecker:
             self._violate("sequence", f"sequence_number {seq}, expected {self._next_seq}")
         self._next_seq = seq + 1
 
+    def _flatten_error(self, event: Mapping[str, Any]) -> Mapping[str, Any]:
+        """OpenAI's API nests the error event's fields in ``error``; the SDK's type has them
+        at the top level. Accept both: the nested form is checked flattened, with a warning."""
+        nested = event.get("error")
+        if not isinstance(nested, Mapping) or "message" in event:
+            return event
+        self._warn(
+            "error event nests code/message in `error` (OpenAI API form); the openai SDK's "
+            "ResponseErrorEvent has them at the top level",
+            once="nested-error",
+        )
+        flat = dict(event)
+        for key in ("code", "message", "param"):
+            flat.setdefault(key, nested.get(key))
+        return flat
+
     def _check_schema(self, cls: type[pydantic.BaseModel], event: Mapping[str, Any]) -> None:
         try:
             cls.model_validate(dict(event), strict=True)
@@ -394,6 +419,13 @@ class ResponsesStreamChecker:
             errors = []
             for err in exc.errors():
                 loc = ".".join(str(p) for p in err["loc"])
+                if err["loc"][-2:] == ("error", "code") and err["type"] == "literal_error":
+                    self._warn(
+                        f"error code {_short(err.get('input'))} is not in the openai SDK's "
+                        "ResponseError codes (the API sends others, e.g. insufficient_quota)",
+                        once="error-code",
+                    )
+                    continue
                 if "cache_write_tokens" in loc:
                     self._warn(
                         "usage lacks input_tokens_details.cache_write_tokens (required by "
@@ -472,7 +504,11 @@ class ResponsesStreamChecker:
             self._warn("lifecycle event with non-empty output")
 
     def _on_error(self, event: Mapping[str, Any]) -> None:
-        self.error = {k: v for k, v in event.items() if k not in ("type", "sequence_number")}
+        nested = event.get("error")
+        if isinstance(nested, Mapping):
+            self.error = dict(nested)
+        else:
+            self.error = {k: v for k, v in event.items() if k not in ("type", "sequence_number")}
         self._error_pending = True
 
     def _on_terminal(self, event: Mapping[str, Any]) -> None:
@@ -570,7 +606,7 @@ class ResponsesStreamChecker:
         if not isinstance(idx, int) or isinstance(idx, bool):
             self._violate("output-index", f"output_index {idx!r} is not an int")
             return
-        open_items = [it.id for it in self._items if it.open]
+        open_items = [it.id for it in self._open.values()]
         if open_items:
             self._violate("interleaved-items", f"item added while {open_items} still open")
         if idx in self._by_index:
@@ -582,6 +618,9 @@ class ResponsesStreamChecker:
                 "incomplete-item", f"item added after incomplete item {self._items[-1].id!r}"
             )
         itype = item.get("type")
+        if not isinstance(itype, str):
+            self._violate("schema", f"item type {_short(itype)} is not a string")
+            itype = ""
         iid = item.get("id")
         if not isinstance(iid, str) or not iid:
             self._violate("item-id", f"item id {iid!r} is empty")
@@ -596,8 +635,9 @@ class ResponsesStreamChecker:
             self._check_call_fields(item)
         if itype in _PART_KINDS and item.get("content"):
             self._violate("part-order", "added item already has content")
-        state = _Item(output_index=idx, id=iid, type=str(itype), added=item)
+        state = _Item(output_index=idx, id=iid, type=itype, added=item, slot=len(self._items))
         self._items.append(state)
+        self._open[state.slot] = state
         self._by_index[idx] = state
 
     def _check_call_fields(self, item: Mapping[str, Any]) -> None:
@@ -634,13 +674,15 @@ class ResponsesStreamChecker:
         self._compare_item(item, final, "item-identity", "output_item.done")
         if item.type == "function_call" and status == "completed":
             try:
-                json.loads(final.get("arguments") or "")
+                loads(final.get("arguments") or "")
             except (TypeError, ValueError):
                 self._violate(
                     "arguments-json",
-                    f"arguments {final.get('arguments')!r} of completed call are not valid JSON",
+                    f"arguments {_short(final.get('arguments'))} of completed call are not "
+                    "valid JSON",
                 )
         item.open = False
+        self._open.pop(item.slot, None)
 
     def _compare_item(self, item: _Item, final: Mapping[str, Any], rule: str, where: str) -> None:
         keys = ["type", "id"] + (["call_id", "name"] if item.type == "function_call" else [])

@@ -68,6 +68,8 @@ class SSELimits:
     max_line: int = 8 * 1024 * 1024
     max_event: int = 16 * 1024 * 1024
     max_total_bytes: int = 512 * 1024 * 1024
+    #: Warnings kept in :attr:`SSEReader.warnings`; all are counted in ``warning_count``.
+    max_warnings: int = 100
 
 
 class SSEReader:
@@ -97,8 +99,11 @@ class SSEReader:
         self.retry: int | None = None
         #: Number of comment lines seen (keep-alives).
         self.comments = 0
-        #: Non-fatal oddities (unknown fields, bad ``retry``, data-less blocks, ...).
+        #: Non-fatal oddities (unknown fields, bad ``retry``, data-less blocks, ...), the
+        #: first ``limits.max_warnings`` of them.
         self.warnings: list[str] = []
+        #: Number of warnings, including those not kept.
+        self.warning_count = 0
         #: Set by :meth:`close` when the stream ended inside an event: the partial text.
         self.discarded: str | None = None
 
@@ -128,7 +133,7 @@ class SSEReader:
             tail = self._decoder.decode(b"", final=True)
         except UnicodeDecodeError:
             tail = "\ufffd"
-            self.warnings.append("stream ended inside a UTF-8 sequence")
+            self._warn("stream ended inside a UTF-8 sequence")
         pending_line = "".join(self._line) + tail
         if pending_line.startswith(":"):
             pending_line = ""  # an unterminated comment carries no event
@@ -146,7 +151,17 @@ class SSEReader:
         """True while a partial line or event is buffered."""
         return bool(self._line) or self._fields_seen
 
+    @property
+    def warnings_dropped(self) -> int:
+        """Warnings counted but not kept (over ``limits.max_warnings``)."""
+        return self.warning_count - len(self.warnings)
+
     # ------------------------------------------------------------------ internals
+
+    def _warn(self, message: str) -> None:
+        self.warning_count += 1
+        if len(self.warnings) < self.limits.max_warnings:
+            self.warnings.append(message)
 
     def _feed(self, data: bytes) -> list[SSEEvent]:
         self.total_bytes += len(data)
@@ -208,7 +223,7 @@ class SSEReader:
             self._event_type = value
         elif name == "id":
             if "\0" in value:
-                self.warnings.append("id field containing NUL ignored")
+                self._warn("id field containing NUL ignored")
             else:
                 self._event_id = value
                 self.last_event_id = value
@@ -216,9 +231,9 @@ class SSEReader:
             if value.isascii() and value.isdigit():
                 self.retry = int(value)
             else:
-                self.warnings.append(f"retry field with non-digit value {value!r} ignored")
+                self._warn(f"retry field with non-digit value {value[:40]!r} ignored")
         else:
-            self.warnings.append(f"unknown field {name[:40]!r} ignored")
+            self._warn(f"unknown field {name[:40]!r} ignored")
         return None
 
     def _grow(self, size: int) -> None:
@@ -232,7 +247,7 @@ class SSEReader:
         if self._data:
             event = SSEEvent(self._event_type or "message", "\n".join(self._data), self._event_id)
         elif self._fields_seen:
-            self.warnings.append("event block without data field discarded")
+            self._warn("event block without data field discarded")
         self._event_type = ""
         self._data = []
         self._event_len = 0
