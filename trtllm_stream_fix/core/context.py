@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 
 @dataclass
 class ResponseContext:
-    """What a Responses request fixes for the whole stream (id, model, echoed parameters)."""
+    """What a Responses request fixes for the whole stream (id, model, echoed parameters).
+
+    ``echo`` holds the other Response fields the request sets (``response.request_echo``);
+    ``clock`` gives ``completed_at`` (seconds); ``envelope`` caches the Response fields
+    built from all this (``response.envelope``).
+    """
 
     response_id: str
     model: str
-    created_at: float
+    created_at: int
     num_prompt_tokens: int = 0
     tools: list[dict[str, Any]] = field(default_factory=list)
     tool_choice: str | dict[str, Any] = "auto"
@@ -24,10 +30,13 @@ class ResponseContext:
     max_output_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None
+    echo: dict[str, Any] = field(default_factory=dict)
+    clock: Callable[[], float] = field(default=time.time, repr=False, compare=False)
+    envelope: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def new(cls, model: str = "gpt-oss-20b", **kwargs: Any) -> ResponseContext:
         """A context with a fresh ``resp_`` id and the current time."""
         kwargs.setdefault("response_id", f"resp_{uuid.uuid4().hex}")
-        kwargs.setdefault("created_at", float(int(time.time())))
+        kwargs.setdefault("created_at", int(time.time()))
         return cls(model=model, **kwargs)

@@ -84,7 +84,9 @@ def item_done(record: ItemRecord, seq: int):
 
 def _part(record: ItemRecord, text: str):
     if record.kind is ItemKind.MESSAGE:
-        return construct(ResponseOutputText, type="output_text", text=text, annotations=[])
+        return construct(
+            ResponseOutputText, type="output_text", text=text, annotations=[], logprobs=[]
+        )
     return construct(PartReasoningText, type="reasoning_text", text=text)
 
 

@@ -120,7 +120,11 @@ def build_item(record: ItemRecord, *, final: bool = True):
     text = record.text if final else ""
     kind = record.kind
     if kind is ItemKind.MESSAGE:
-        content = [construct(ResponseOutputText, type="output_text", text=text, annotations=[])]
+        content = [
+            construct(
+                ResponseOutputText, type="output_text", text=text, annotations=[], logprobs=[]
+            )
+        ]
         return construct(
             ResponseOutputMessage,
             id=record.item_id,

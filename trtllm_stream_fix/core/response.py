@@ -1,10 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The ``Response`` object carried by lifecycle events and returned non-streaming."""
+"""The ``Response`` object carried by lifecycle events and returned non-streaming.
+
+Every Response carries every field OpenAI's API sends (``null`` where unset), in OpenAI's
+order, then the remaining fields of the ``openai`` model (also ``null``). The request's part
+of it (echoed parameters, tools) is a per-request *envelope*, built once and copied for each
+snapshot; only id, status, output, usage, error and timestamps change between snapshots.
+"""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from openai._models import construct_type
@@ -14,20 +19,100 @@ from openai.types.responses.response_error import ResponseError
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
 from .context import ResponseContext
-from .fastmodel import construct
+from .fastmodel import construct, construct_complete
 from .items import ItemRecord, build_item
+
+#: The fields of a Response as OpenAI's API sends them, in its order (see
+#: ``docs/openai-recordings.md``; ``trtllm_stream_fix/testing/openai_schema.json``).
+OPENAI_RESPONSE_FIELDS: tuple[str, ...] = (
+    "id",
+    "object",
+    "created_at",
+    "status",
+    "background",
+    "completed_at",
+    "error",
+    "incomplete_details",
+    "instructions",
+    "max_output_tokens",
+    "max_tool_calls",
+    "model",
+    "output",
+    "parallel_tool_calls",
+    "previous_response_id",
+    "prompt_cache_key",
+    "reasoning",
+    "safety_identifier",
+    "service_tier",
+    "store",
+    "temperature",
+    "text",
+    "tool_choice",
+    "tools",
+    "top_logprobs",
+    "top_p",
+    "truncation",
+    "usage",
+    "user",
+    "metadata",
+)
+_OTHER_FIELDS = tuple(name for name in Response.model_fields if name not in OPENAI_RESPONSE_FIELDS)
+_FUNCTION_TOOL_FIELDS = ("type", "name", "description", "parameters", "strict")
+#: Request fields echoed verbatim when the request sets them (``ResponseContext.echo``).
+ECHOED_REQUEST_FIELDS: tuple[str, ...] = (
+    "background",
+    "max_tool_calls",
+    "metadata",
+    "previous_response_id",
+    "prompt",
+    "prompt_cache_key",
+    "safety_identifier",
+    "service_tier",
+    "store",
+    "top_logprobs",
+    "truncation",
+    "user",
+)
+_DEFAULTS: dict[str, Any] = {
+    "background": False,
+    "metadata": {},
+    "service_tier": "auto",
+    "store": True,
+    "top_logprobs": 0,
+    "truncation": "disabled",
+}
+
+
+def request_echo(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The Response fields a request dict fixes beyond ``ResponseContext``'s own fields.
+
+    ``reasoning`` becomes ``{"effort", "summary"}`` and ``text`` keeps OpenAI's defaults for
+    what it leaves out; the other fields of :data:`ECHOED_REQUEST_FIELDS` are copied when set.
+    """
+    echo = {k: request[k] for k in ECHOED_REQUEST_FIELDS if request.get(k) is not None}
+    reasoning = request.get("reasoning")
+    if isinstance(reasoning, Mapping):
+        echo["reasoning"] = {
+            "effort": reasoning.get("effort"),
+            "summary": reasoning.get("summary"),
+        }
+    text = request.get("text")
+    if isinstance(text, Mapping):
+        echo["text"] = {"format": {"type": "text"}, "verbosity": "medium", **text}
+    return echo
+
+
+def echoed_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """A request tool as a Response echoes it: function tools name every field OpenAI sends
+    (``description``, ``parameters`` and ``strict`` null when not given); others as given."""
+    if tool.get("type") != "function":
+        return dict(tool)
+    return {**{k: tool.get(k) for k in _FUNCTION_TOOL_FIELDS}, **tool}
 
 
 def typed_tools(tools: Sequence[dict[str, Any]]) -> list[Any]:
-    """Request tool dicts as ``openai`` tool models (built once per request).
-
-    Top-level None values are dropped (unset); nested values, such as a JSON schema's
-    ``"default": null``, are echoed as given.
-    """
-    return [
-        construct_type(type_=Tool, value={k: v for k, v in tool.items() if v is not None})
-        for tool in tools
-    ]
+    """Request tool dicts as ``openai`` tool models (built once per request)."""
+    return [construct_type(type_=Tool, value=echoed_tool(tool)) for tool in tools]
 
 
 def usage(input_tokens: int, output_tokens: int, reasoning_tokens: int) -> ResponseUsage:
@@ -41,6 +126,33 @@ def usage(input_tokens: int, output_tokens: int, reasoning_tokens: int) -> Respo
     )
 
 
+def envelope(context: ResponseContext, tools: list[Any]) -> dict[str, Any]:
+    """Every Response field with the values ``context`` fixes (built once per request)."""
+    found = context.envelope
+    if found is not None:
+        return found
+    values: dict[str, Any] = dict.fromkeys(OPENAI_RESPONSE_FIELDS)
+    values.update(_DEFAULTS)
+    values.update(
+        object="response",
+        model=context.model,
+        created_at=int(context.created_at),
+        instructions=context.instructions,
+        max_output_tokens=context.max_output_tokens,
+        parallel_tool_calls=context.parallel_tool_calls,
+        reasoning={"effort": None, "summary": None},
+        temperature=context.temperature,
+        text={"format": {"type": "text"}, "verbosity": "medium"},
+        tool_choice=context.tool_choice,
+        tools=tools,
+        top_p=context.top_p,
+    )
+    values.update(context.echo)
+    values.update(dict.fromkeys(_OTHER_FIELDS))
+    context.envelope = values
+    return values
+
+
 def build_response(
     context: ResponseContext,
     tools: list[Any],
@@ -52,26 +164,14 @@ def build_response(
     error: tuple[str, str] | None = None,
 ) -> Response:
     """A ``Response`` snapshot; ``error`` is ``(code, message)``."""
-    return construct(
-        Response,
-        id=context.response_id,
-        object="response",
-        created_at=context.created_at,
-        completed_at=time.time() if status == "completed" else None,
-        model=context.model,
-        output=[build_item(record) for record in items],
-        status=status,
-        usage=usage_,
-        incomplete_details=(
-            construct(IncompleteDetails, reason=incomplete_reason) if incomplete_reason else None
-        ),
-        error=(construct(ResponseError, code=error[0], message=error[1]) if error else None),
-        tools=tools,
-        tool_choice=context.tool_choice,
-        parallel_tool_calls=context.parallel_tool_calls,
-        instructions=context.instructions,
-        max_output_tokens=context.max_output_tokens,
-        temperature=context.temperature,
-        top_p=context.top_p,
-        metadata={},
+    values = envelope(context, tools).copy()
+    values["id"] = context.response_id
+    values["status"] = status
+    values["completed_at"] = int(context.clock()) if status == "completed" else None
+    values["error"] = construct(ResponseError, code=error[0], message=error[1]) if error else None
+    values["incomplete_details"] = (
+        construct(IncompleteDetails, reason=incomplete_reason) if incomplete_reason else None
     )
+    values["output"] = [build_item(record) for record in items]
+    values["usage"] = usage_
+    return construct_complete(Response, values)

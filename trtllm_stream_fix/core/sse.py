@@ -13,14 +13,10 @@ from .events import DELTA_TYPES
 
 
 def event_to_dict(event: Any) -> dict[str, Any]:
-    """A JSON-ready dict of ``event`` (fields that are None left out).
-
-    Our models count only non-None values as set (``fastmodel``), so ``exclude_unset`` drops
-    exactly the None fields; pydantic's ``exclude_none`` costs ~200 µs on a Response.
-    """
+    """A JSON-ready dict of ``event``, exactly as it goes on the wire (``event_to_json``)."""
     if isinstance(event, dict):
         return event
-    return event.model_dump(mode="json", exclude_unset=True, warnings=False)
+    return orjson.loads(model_to_json(event))
 
 
 _ALIASED: dict[type, bool] = {}
@@ -35,36 +31,37 @@ def _has_aliases(cls: type) -> bool:
 
 
 def _model_fields(value: Any) -> Any:
-    """orjson ``default``: a model's set fields (None left out), nested models recursed."""
+    """orjson ``default``: every field of a model (None as null), nested models recursed."""
     if not isinstance(value, BaseModel):
         raise TypeError(f"cannot serialise {type(value).__name__}")
     if _has_aliases(type(value)):  # wire names differ from attribute names
-        return value.model_dump(mode="json", exclude_unset=True, by_alias=True, warnings=False)
-    fields = {k: v for k, v in value.__dict__.items() if v is not None}
+        return value.model_dump(mode="json", by_alias=True, warnings=False)
     extra = value.__pydantic_extra__
     if extra:
-        fields.update((k, v) for k, v in extra.items() if v is not None)
-    return fields
+        return {**value.__dict__, **extra}
+    return value.__dict__
+
+
+def model_to_json(model: Any) -> str:
+    """``model`` as compact JSON: every field, ``null`` where unset, as OpenAI's API sends.
+
+    orjson over the models' own fields: several times cheaper than pydantic's serialiser,
+    and the same JSON as ``model_dump_json(by_alias=True)`` (tested).
+    """
+    try:
+        return orjson.dumps(model, default=_model_fields).decode()
+    except TypeError:
+        return model.model_dump_json(by_alias=True, warnings=False)
 
 
 def event_to_json(event: Any) -> str:
-    """``event`` as compact JSON (fields that are None left out).
-
-    orjson over the models' own fields: 3-5x cheaper than pydantic's serialiser for the
-    lifecycle and item events, and exactly the same JSON (tested against ``exclude_none``).
-    """
+    """``event`` as compact JSON (every field, ``null`` where unset)."""
     if event.type in DELTA_TYPES:  # plain values only: orjson straight from the fields
-        fields = event.__dict__
-        if None in fields.values():
-            fields = {k: v for k, v in fields.items() if v is not None}
         try:
-            return orjson.dumps(fields).decode()
+            return orjson.dumps(event.__dict__).decode()
         except TypeError:  # a nested model (e.g. logprobs entries): take the general path
             pass
-    try:
-        return orjson.dumps(event, default=_model_fields).decode()
-    except TypeError:
-        return event.model_dump_json(exclude_unset=True, by_alias=True, warnings=False)
+    return model_to_json(event)
 
 
 def format_sse(event: Any) -> str:

@@ -22,6 +22,7 @@ from tensorrt_llm.serve import responses_utils as _responses_utils
 from ..core.config import StreamConfig
 from ..core.context import ResponseContext
 from ..core.machine import ResponsesEventMachine
+from ..core.response import ECHOED_REQUEST_FIELDS, request_echo
 from ..core.sse import format_sse
 from .replacements import harmony_messages
 from .targets import upstream_class
@@ -30,14 +31,15 @@ logger = logging.getLogger("trtllm_stream_fix.plugin")
 
 TERMINAL_TYPES = frozenset(("response.completed", "response.incomplete", "response.failed"))
 INITIAL_EVENTS = 2  # response.created + response.in_progress
+_ECHOED = (*ECHOED_REQUEST_FIELDS, "reasoning", "text")
 
 _UpstreamProcessor: Any = upstream_class(_responses_utils.ResponsesStreamingProcessor)
 
 
 def _plain(value: Any) -> Any:
-    """A JSON-ready copy of a request field (pydantic models dumped)."""
+    """A JSON-ready copy of a request field (pydantic models dumped, every key kept)."""
     if hasattr(value, "model_dump"):
-        return value.model_dump(exclude_none=True)
+        return value.model_dump(mode="json")
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
@@ -126,7 +128,7 @@ class FixedResponsesStreamingProcessor(_UpstreamProcessor):
         return ResponseContext(
             response_id=request.request_id,
             model=self.model_name,
-            created_at=float(self.response_creation_time),
+            created_at=int(self.response_creation_time),
             tools=_plain(list(getattr(request, "tools", None) or [])),
             tool_choice=_plain(getattr(request, "tool_choice", "auto")),
             parallel_tool_calls=bool(getattr(request, "parallel_tool_calls", True)),
@@ -134,6 +136,7 @@ class FixedResponsesStreamingProcessor(_UpstreamProcessor):
             max_output_tokens=getattr(request, "max_output_tokens", None),
             temperature=getattr(sampling, "temperature", None),
             top_p=getattr(sampling, "top_p", None),
+            echo=request_echo({k: _plain(getattr(request, k, None)) for k in _ECHOED}),
         )
 
     def _fix_start(self) -> list[Any]:

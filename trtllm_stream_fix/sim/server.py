@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ..core import events as ev
 from ..core.config import StreamConfig
@@ -23,8 +23,8 @@ from ..core.context import ResponseContext
 from ..core.machine import ResponsesEventMachine
 from ..core.nonstreaming import build_response
 from ..core.response import build_response as build_response_object
-from ..core.response import typed_tools
-from ..core.sse import format_sse
+from ..core.response import request_echo, typed_tools
+from ..core.sse import format_sse, model_to_json
 from .engine import EngineConfig, Generation, SimulatedEngine
 from .faults import inject
 from .protocol import RequestError, ResponsesRequest, error_body, input_text, parse_request
@@ -139,6 +139,7 @@ def _context(request: ResponsesRequest, encoding: Any) -> ResponseContext:
         max_output_tokens=request.max_output_tokens,
         temperature=request.temperature,
         top_p=request.top_p,
+        echo=request_echo(request.model_dump()),
     )
 
 
@@ -237,7 +238,7 @@ def create_app(
                 config=stream_config,
                 encoding=encoding,
             )
-            return JSONResponse(response.model_dump(mode="json", exclude_none=True, warnings=False))
+            return Response(model_to_json(response), media_type="application/json")
         chunks: AsyncIterator[Any] = streamer.chunks(context, generation, body.stream_interval)
         if body.sim_fault:
             chunks = inject(body.sim_fault, chunks)
