@@ -177,10 +177,10 @@ def test_fast_delta_json_equals_pydantic_json(encoding, tokens):
 
 def test_delta_events_name_every_field_of_their_model(encoding, tokens):
     from trtllm_stream_fix.core import events as ev
-    from trtllm_stream_fix.core.items import ItemKind, ItemRecord
+    from trtllm_stream_fix.core.items import ItemKind, ItemRecord, derived_ids
 
     for kind in (ItemKind.MESSAGE, ItemKind.REASONING, ItemKind.FUNCTION_CALL):
-        event = ev.delta(ItemRecord.open(kind, 0, None, "functions.f"), "x", 0)
+        event = ev.delta(ItemRecord.open(kind, 0, None, "functions.f", derived_ids("r")), "x", 0)
         assert set(event.__dict__) == set(type(event).model_fields)
         type(event).model_validate(event.model_dump())  # and the values validate
 

@@ -6,6 +6,7 @@ from .core.context import ResponseContext
 from .core.machine import ResponsesEventMachine
 from .core.nonstreaming import build_response
 from .core.sse import SSEEncoder, event_to_dict, format_sse
+from .defaults import edge_defaults
 
 __all__ = [
     "ResponseContext",
@@ -13,6 +14,7 @@ __all__ = [
     "SSEEncoder",
     "StreamConfig",
     "build_response",
+    "edge_defaults",
     "event_to_dict",
     "format_sse",
 ]

@@ -279,7 +279,11 @@ def _add_replay(sub: Any) -> None:
 
 _DELEGATES = {
     "demo": ("demo", "demo_main", "compare upstream-equivalent and fixed streaming locally"),
-    "check": ("differential", "check_main", "differential check over many synthetic outputs"),
+    "check": (
+        "testing.differential",
+        "check_main",
+        "differential check over many synthetic outputs",
+    ),
     "doctor": ("plugin", "doctor_main", "inspect the TensorRT-LLM install and the patch"),
     "plugin": ("plugin.pth", "pth_main", "install, remove or show the import-hook .pth file"),
 }

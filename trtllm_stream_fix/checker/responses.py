@@ -28,6 +28,7 @@ from ..core.harmony_tokens import MARKUP
 from ..jsonlimits import MAX_DEPTH, loads, too_deep
 
 __all__ = [
+    "ADVISORY_RULES",
     "RULES",
     "ResponsesCheck",
     "ResponsesItem",
@@ -36,6 +37,9 @@ __all__ = [
 ]
 
 Terminal = Literal["completed", "incomplete", "failed"]
+
+#: Rules reported as warnings unless passed in ``require``.
+ADVISORY_RULES = frozenset(("arguments-json",))
 
 #: Rule codes and what they enforce (section numbers of the event contract).
 RULES: dict[str, str] = {
@@ -70,7 +74,8 @@ RULES: dict[str, str] = {
     "delta-empty": "§4.12 a delta is a non-empty string",
     "logprobs": "§4.12 output_text.delta carries a logprobs list",
     "function-call": "§4.13 function calls have a non-empty name and call_id",
-    "arguments-json": "§4.13 arguments of a completed function call are valid JSON",
+    "arguments-json": "§4.13 arguments of a completed function call are valid JSON (a warning "
+    "unless required: arguments reach the client verbatim)",
     "unsupported-event": "a gpt-oss stream emits only text, reasoning and function-call events",
 }
 
@@ -219,7 +224,9 @@ class _Item:
 class ResponsesStreamChecker:
     """Incremental checker: :meth:`feed` one event dict at a time, then :meth:`finish`.
 
-    ``allow``: rule codes reported as warnings instead of violations. ``validate_schema``
+    ``allow``: rule codes reported as warnings instead of violations; the advisory rules
+    (``ADVISORY_RULES``: arguments that are not valid JSON, which reach the client verbatim)
+    are warnings unless named in ``require``. ``validate_schema``
     runs pydantic validation of each event against its openai class (rule 1).
     ``first_sequence_number``: expected sequence number of the first event.
     """
@@ -228,14 +235,15 @@ class ResponsesStreamChecker:
         self,
         *,
         allow: Collection[str] = (),
+        require: Collection[str] = (),
         validate_schema: bool = True,
         first_sequence_number: int = 0,
     ) -> None:
-        unknown = set(allow) - RULES.keys()
+        unknown = (set(allow) | set(require)) - RULES.keys()
         if unknown:
             msg = f"unknown rule codes in allow: {sorted(unknown)}; known: {sorted(RULES)}"
             raise ValueError(msg)
-        self.allow = frozenset(allow)
+        self.allow = frozenset(allow) | (ADVISORY_RULES - set(require))
         self.validate_schema = validate_schema
         self._next_seq = first_sequence_number
         self._index = -1
@@ -915,12 +923,16 @@ def check_responses_events(
     events: Iterable[Mapping[str, Any]],
     *,
     allow: Collection[str] = (),
+    require: Collection[str] = (),
     validate_schema: bool = True,
     first_sequence_number: int = 0,
 ) -> ResponsesCheck:
     """Check a complete list of Responses stream events (dicts) against the strict grammar."""
     checker = ResponsesStreamChecker(
-        allow=allow, validate_schema=validate_schema, first_sequence_number=first_sequence_number
+        allow=allow,
+        require=require,
+        validate_schema=validate_schema,
+        first_sequence_number=first_sequence_number,
     )
     for event in events:
         checker.feed(event)

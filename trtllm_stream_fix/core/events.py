@@ -26,7 +26,12 @@ from openai.types.responses import (
     ResponseTextDeltaEvent,
     ResponseTextDoneEvent,
 )
-from openai.types.responses.response_content_part_added_event import PartReasoningText
+from openai.types.responses.response_content_part_added_event import (
+    PartReasoningText as AddedReasoningPart,
+)
+from openai.types.responses.response_content_part_done_event import (
+    PartReasoningText as DoneReasoningPart,
+)
 
 from .fastmodel import construct, construct_complete
 from .items import ItemKind, ItemRecord, build_item
@@ -82,12 +87,16 @@ def item_done(record: ItemRecord, seq: int):
     )
 
 
-def _part(record: ItemRecord, text: str):
+def _part(record: ItemRecord, text: str, reasoning_class: type):
+    """The content part of ``record``: output text, or reasoning text of ``reasoning_class``.
+
+    The added and the done event each have their own reasoning part class.
+    """
     if record.kind is ItemKind.MESSAGE:
         return construct(
             ResponseOutputText, type="output_text", text=text, annotations=[], logprobs=[]
         )
-    return construct(PartReasoningText, type="reasoning_text", text=text)
+    return construct(reasoning_class, type="reasoning_text", text=text)
 
 
 def part_added(record: ItemRecord, seq: int):
@@ -97,7 +106,7 @@ def part_added(record: ItemRecord, seq: int):
         item_id=record.item_id,
         output_index=record.output_index,
         content_index=0,
-        part=_part(record, ""),
+        part=_part(record, "", AddedReasoningPart),
         sequence_number=seq,
     )
 
@@ -109,7 +118,7 @@ def part_done(record: ItemRecord, seq: int):
         item_id=record.item_id,
         output_index=record.output_index,
         content_index=0,
-        part=_part(record, record.text),
+        part=_part(record, record.text, DoneReasoningPart),
         sequence_number=seq,
     )
 
@@ -130,7 +139,7 @@ def delta(record: ItemRecord, text: str, seq: int):
                 "sequence_number": seq,
             },
         )
-    if kind is ItemKind.REASONING:
+    if kind is not ItemKind.FUNCTION_CALL:  # reasoning, built-in tool call
         return construct_complete(
             ResponseReasoningTextDeltaEvent,
             {
@@ -168,7 +177,7 @@ def text_done(record: ItemRecord, seq: int):
             logprobs=[],
             sequence_number=seq,
         )
-    if kind is ItemKind.REASONING:
+    if kind is not ItemKind.FUNCTION_CALL:  # reasoning, built-in tool call
         return construct(
             ResponseReasoningTextDoneEvent,
             type="response.reasoning_text.done",

@@ -5,22 +5,39 @@ One ``openai_harmony.StreamableParser`` per request, fed one token at a time. Th
 state is tracked here from token ids alone (``<|start|>`` opens a header, ``<|message|>``
 ends it, a stop token ends the content), so the hot path costs one ``process`` and one
 ``last_content_delta`` per content token: never ``parser.state`` or ``parser.messages``.
-Completed messages are cached: a stop token (or the end of stream) invalidates the cache,
-and ``messages`` re-reads ``parser.messages`` once, only when asked (the stop-token cache
-invalidation). The event machine never asks on the hot path: message text is the joined
-deltas, and ``parser.messages`` is read only to settle a message whose last character was
-an incomplete UTF-8 sequence.
+
+Facts (the contract any other parser behind this API must keep):
+
+- ``MessageOpened`` when a header ends (``<|message|>``): channel, recipient, content type,
+  author role, and ``at`` = tokens fed so far.
+- ``ContentDelta`` for the text that consecutive content tokens of one ``feed`` call (or of
+  a ``feed`` and the ``finish`` that follows it on the same facts list) added. The deltas of
+  one message join to exactly the parser's text for it: when a message ends, the text the
+  parser settles only then (an incomplete or invalid UTF-8 sequence, the character held back
+  after one) is read once from ``parser.messages`` and joined to the last delta.
+- ``MessageClosed`` when a stop token (``stop_token``) or the end of stream (None) ends the
+  open message.
+
+Errors: ``HarmonyStreamError`` (with ``token_index``, the 0-based position of the offending
+token) for a token the parser rejects or that the encoding cannot decode (negative, or
+outside the vocabulary); the facts before it are kept. ``TruncatedHeaderError`` when the
+stream ends inside a header.
+
+The token ids hard-coded in ``harmony_tokens`` are checked against the encoding when a
+driver is built (once per encoding object), and the parser is built with ``strict=True``
+explicitly where openai-harmony accepts the argument.
 """
 
 from __future__ import annotations
 
 import enum
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from openai_harmony import HarmonyEncoding, HarmonyError, Message, Role, StreamableParser
 
-from .harmony_tokens import MESSAGE, STOP_TOKENS
+from .harmony_tokens import MESSAGE, STOP_TOKENS, vocab_size
 
 
 class Phase(enum.Enum):
@@ -56,9 +73,9 @@ class ContentDelta:
 class MessageClosed:
     """The open message ended: by a stop token (``stop_token``) or by end of stream (None).
 
-    ``partial_utf8`` tells that the last content token left an incomplete UTF-8 sequence, so
-    the parser's text for the message (``HarmonyDriver.messages[-1]``) may differ from the
-    joined deltas.
+    ``at`` is the number of tokens fed so far. ``partial_utf8`` tells that the parser settled
+    text only at the close (an incomplete or invalid UTF-8 sequence); that text is already
+    in the ``ContentDelta`` just before this fact.
     """
 
     stop_token: int | None
@@ -85,11 +102,50 @@ def _forwards(inner: object) -> bool:
     return hasattr(inner, "process") and hasattr(type(inner), "last_content_delta")
 
 
+def _accepts_strict() -> bool:
+    try:
+        return "strict" in inspect.signature(StreamableParser.__init__).parameters
+    except (TypeError, ValueError):  # pragma: no cover - a signature-less build
+        return False
+
+
+PARSER_ACCEPTS_STRICT = _accepts_strict()
+
+
+def new_parser(encoding: HarmonyEncoding, role: Role | None, strict: bool) -> StreamableParser:
+    """A ``StreamableParser`` with ``strict`` passed explicitly where the version takes it.
+
+    Versions without the argument are strict only; asking them for ``strict=False`` is a
+    ``ValueError``.
+    """
+    if PARSER_ACCEPTS_STRICT:
+        return StreamableParser(encoding, role, strict=strict)
+    if not strict:
+        raise ValueError("this openai-harmony has no non-strict StreamableParser")
+    return StreamableParser(encoding, role)
+
+
+def message_text(message: Message) -> str:
+    """The text of a Harmony message (its text content parts joined)."""
+    return "".join(getattr(part, "text", "") for part in message.content)
+
+
+def as_token_list(token_ids: Sequence[int]) -> Sequence[int]:
+    """``token_ids`` as a list or tuple (numpy arrays and other int sequences converted)."""
+    if type(token_ids) is list or type(token_ids) is tuple:
+        return token_ids
+    tolist = getattr(token_ids, "tolist", None)
+    return tolist() if tolist is not None else list(token_ids)
+
+
 class HarmonyDriver:
     """Feeds one request's tokens to a ``StreamableParser`` and reports what happened."""
 
-    def __init__(self, encoding: HarmonyEncoding, role: Role = Role.ASSISTANT) -> None:
-        self._parser = StreamableParser(encoding, role)
+    def __init__(
+        self, encoding: HarmonyEncoding, role: Role | None = Role.ASSISTANT, *, strict: bool = True
+    ) -> None:
+        self._vocab = vocab_size(encoding)
+        self._parser = new_parser(encoding, role, strict)
         # ``StreamableParser.process`` / ``last_content_delta`` only forward to ``_inner``
         # (openai-harmony 0.0.x); calling it directly saves two Python frames per token.
         inner = getattr(self._parser, "_inner", None)
@@ -98,12 +154,18 @@ class HarmonyDriver:
         self._phase = Phase.HEADER if role is not None else Phase.EXPECT_START
         self._messages: list[Message] = []
         self._messages_stale = False
-        self._partial_utf8 = False
         self._tokens_fed = 0
+        self._opened_at = 0  # tokens fed when the open message's header ended
+        self._streamed = 0  # characters of the open message reported in deltas
 
     @property
     def phase(self) -> Phase:
         return self._phase
+
+    @property
+    def tokens_fed(self) -> int:
+        """Tokens the parser accepted so far."""
+        return self._tokens_fed
 
     @property
     def messages(self) -> list[Message]:
@@ -115,62 +177,73 @@ class HarmonyDriver:
 
     def is_content_token(self, token: int) -> bool:
         """Whether ``token`` only adds text to the open message (``content_delta`` may take it)."""
-        return self._phase is Phase.CONTENT and token not in STOP_TOKENS
+        return (
+            self._phase is Phase.CONTENT and token not in STOP_TOKENS and 0 <= token < self._vocab
+        )
 
     def content_delta(self, token: int) -> str | None:
         """One content token, without facts: the ``feed`` loop's content branch on its own.
 
         The per-token path at one token per engine response. Precondition:
         ``is_content_token(token)`` (the parser accepts any such token). Returns the token's
-        delta, None while a UTF-8 sequence is incomplete.
+        delta, None while the parser holds text back (an incomplete UTF-8 sequence).
         """
         inner = self._inner
         inner.process(token)
         self._tokens_fed += 1
         delta = inner.last_content_delta
-        self._partial_utf8 = not delta
+        if delta:
+            self._streamed += len(delta)
         return delta
 
     def feed(self, token_ids: Sequence[int], facts: list[Fact] | None = None) -> list[Fact]:
-        """Process ``token_ids`` one by one; append the facts they produce to ``facts``.
+        """Process ``token_ids`` (any int sequence) one by one; append their facts to ``facts``.
 
-        Consecutive deltas are joined into one ``ContentDelta``. On a parse error the facts
-        produced before the offending token are in ``facts`` and ``HarmonyStreamError`` is
-        raised.
+        Consecutive deltas are joined into one ``ContentDelta``. On an invalid token the facts
+        produced before it are in ``facts`` and ``HarmonyStreamError`` is raised.
         """
         out: list[Fact] = [] if facts is None else facts
+        token_ids = as_token_list(token_ids)
+        bad = self._first_undecodable(token_ids)
+        if bad is not None:
+            bad_token, token_ids = token_ids[bad], token_ids[:bad]
         parser = self._parser
         phase = self._phase
         fed = self._tokens_fed
-        partial = self._partial_utf8
+        streamed = self._streamed
         pending: list[str] = []
         # Hot locals; the Rust parser behind the Python wrapper when it is reachable.
         inner = self._inner
         process, content, stops = inner.process, Phase.CONTENT, STOP_TOKENS
+        token = None
         try:
             for token in token_ids:
                 process(token)
                 fed += 1
                 if phase is content:
                     if token in stops:
+                        settled = ""
+                        if fed - 1 > self._opened_at:  # the message has content tokens
+                            settled = self._settled(streamed)
+                            if settled:
+                                pending.append(settled)
+                        else:
+                            self._messages_stale = True
                         if pending:
                             out.append(ContentDelta("".join(pending)))
                             pending = []
                         phase = Phase.EXPECT_START
-                        self._messages_stale = True
-                        out.append(MessageClosed(token, fed, partial))
-                        partial = False
+                        out.append(MessageClosed(token, fed, bool(settled)))
                     else:
                         delta = inner.last_content_delta
                         if delta:
                             pending.append(delta)
-                            partial = False
-                        else:
-                            partial = True
+                            streamed += len(delta)
                 elif phase is Phase.HEADER:
                     if token == MESSAGE:
                         phase = content
-                        partial = False
+                        self._opened_at = fed
+                        streamed = 0
                         out.append(
                             MessageOpened(
                                 parser.current_channel,
@@ -185,18 +258,29 @@ class HarmonyDriver:
         except HarmonyError as exc:
             # A header error resets the parser to EXPECT_START; content errors cannot occur.
             phase = Phase.EXPECT_START if phase is Phase.HEADER else phase
-            raise HarmonyStreamError(str(exc), fed) from exc
+            self._messages_stale = True
+            raise HarmonyStreamError(f"{exc} (token {token} at position {fed})", fed) from exc
+        except (OverflowError, TypeError, ValueError) as exc:
+            message = f"token {token!r} at position {fed} is not a token id"
+            raise HarmonyStreamError(message, fed) from exc
         finally:
             if pending:
                 out.append(ContentDelta("".join(pending)))
             self._phase = phase
             self._tokens_fed = fed
-            self._partial_utf8 = partial
+            self._streamed = streamed
+        if bad is not None:
+            raise HarmonyStreamError(
+                f"token id {bad_token} at position {fed} cannot be decoded "
+                f"(the encoding has ids 0..{self._vocab - 1})",
+                fed,
+            )
         return out
 
     def finish(self, facts: list[Fact] | None = None) -> list[Fact]:
         """End of stream: close a message whose stop token never arrived.
 
+        Text the parser settles now is joined to a ``ContentDelta`` that ends ``facts``.
         Raises ``TruncatedHeaderError`` when the stream ended inside a header.
         """
         out: list[Fact] = [] if facts is None else facts
@@ -208,7 +292,34 @@ class HarmonyDriver:
         except HarmonyError as exc:
             raise TruncatedHeaderError(str(exc), self._tokens_fed) from exc
         if phase is Phase.CONTENT:
+            settled = ""
+            if self._tokens_fed > self._opened_at:
+                settled = self._settled(self._streamed)
+            if settled and out and type(out[-1]) is ContentDelta:
+                out[-1] = ContentDelta(out[-1].text + settled)
+            elif settled:
+                out.append(ContentDelta(settled))
+            out.append(MessageClosed(None, self._tokens_fed, bool(settled)))
+        else:
             self._messages_stale = True
-            out.append(MessageClosed(None, self._tokens_fed, self._partial_utf8))
-            self._partial_utf8 = False
         return out
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _settled(self, streamed: int) -> str:
+        """The closed message's text beyond the ``streamed`` characters sent as deltas."""
+        self._messages = messages = self._parser.messages
+        self._messages_stale = False
+        text = message_text(messages[-1]) if messages else ""
+        return text[streamed:] if len(text) > streamed else ""
+
+    def _first_undecodable(self, token_ids: Sequence[int]) -> int | None:
+        if not token_ids:
+            return None
+        vocab = self._vocab
+        try:
+            if min(token_ids) >= 0 and max(token_ids) < vocab:
+                return None
+        except TypeError:
+            return None  # not comparable: ``process`` rejects the token in order
+        return next(i for i, t in enumerate(token_ids) if not 0 <= t < vocab)

@@ -1,15 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """Which Responses item a Harmony message becomes, and how item models are built.
 
-Shared by the streaming machine and the non-streaming builder so that both produce the
-same items. Models are built with ``fastmodel.construct`` (no validation): the values are ours.
+``KINDS`` is the per-kind table of what each item kind opens and closes. Models are built
+with ``fastmodel.construct`` (unvalidated unless the validating mode is on): the values are
+ours.
 """
 
 from __future__ import annotations
 
 import enum
+import itertools
 import json
-import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from openai.types.responses import (
@@ -31,16 +33,51 @@ from .config import StreamConfig
 from .fastmodel import construct
 
 FUNCTION_PREFIX = "functions."
+BROWSER_PREFIX = "browser."
+
+IdFactory = Callable[[str], str]
+"""Makes a unique id from a prefix (``"msg"`` -> ``"msg_..."``); handed in by the edges."""
 
 
 class ItemKind(enum.Enum):
-    """The Responses item a Harmony message maps to."""
+    """The Responses item a Harmony message maps to (what each opens and closes: ``KINDS``)."""
 
-    REASONING = "reasoning"  # analysis channel, or a built-in tool other than the browser
+    REASONING = "reasoning"  # analysis channel, no recipient
     MESSAGE = "message"  # final answer or preamble
     FUNCTION_CALL = "function_call"  # recipient functions.NAME, any channel
+    TOOL_CALL = "tool_call"  # built-in tool other than the browser (python, ...): reasoning item
     WEB_SEARCH = "web_search_call"  # recipient browser.*
-    NONE = "none"  # dropped (preamble in upstream-parity mode)
+    NONE = "none"  # dropped (preamble in upstream-parity mode, tool-authored message)
+
+
+@dataclass(frozen=True, slots=True)
+class KindSpec:
+    """What the items of one kind open and close, in stream order.
+
+    ``streamed``: added when the header ends and streamed per engine response; otherwise
+    added when the message ends, with the whole text in one delta. ``content_part``:
+    ``content_part.added``/``.done`` wrap the text. ``text_events``: ``<kind>.delta`` and
+    ``<kind>.done`` carry the text (or the arguments). ``reasoning_tokens``: its content
+    tokens count in ``usage.output_tokens_details.reasoning_tokens``.
+    """
+
+    id_prefix: str
+    streamed: bool
+    content_part: bool
+    text_events: bool
+    reasoning_tokens: bool = False
+
+
+#: kind -> what it opens and closes. A kind not listed (``NONE``) emits nothing.
+KINDS: dict[ItemKind, KindSpec] = {
+    ItemKind.MESSAGE: KindSpec("msg", streamed=True, content_part=True, text_events=True),
+    ItemKind.REASONING: KindSpec(
+        "rs", streamed=True, content_part=True, text_events=True, reasoning_tokens=True
+    ),
+    ItemKind.FUNCTION_CALL: KindSpec("fc", streamed=True, content_part=False, text_events=True),
+    ItemKind.TOOL_CALL: KindSpec("rs", streamed=False, content_part=True, text_events=True),
+    ItemKind.WEB_SEARCH: KindSpec("ws", streamed=False, content_part=False, text_events=False),
+}
 
 
 def classify(
@@ -53,16 +90,16 @@ def classify(
 
     Only assistant messages become items (a tool-authored message in a completion is
     dropped, as upstream's final response drops it). Built-in tool calls (``browser.*``,
-    ``python`` and unknown recipients) are not streamed: ``is_streamed`` tells.
+    ``python`` and unknown recipients) are announced at message end (``KINDS``).
     """
     if role is not Role.ASSISTANT:
         return ItemKind.NONE, None
     if recipient:
         if recipient.startswith(FUNCTION_PREFIX):
             return ItemKind.FUNCTION_CALL, None
-        if recipient.startswith("browser."):
+        if recipient.startswith(BROWSER_PREFIX):
             return ItemKind.WEB_SEARCH, None
-        return ItemKind.REASONING, None
+        return ItemKind.TOOL_CALL, None
     if channel == "analysis":
         return ItemKind.REASONING, None
     if channel == "commentary":
@@ -72,13 +109,15 @@ def classify(
     return ItemKind.MESSAGE, "final_answer"
 
 
-def is_streamed(kind: ItemKind, recipient: str | None) -> bool:
-    """Items streamed token by token; built-in tool calls are announced at message end."""
-    return kind is ItemKind.FUNCTION_CALL or (not recipient and kind is not ItemKind.NONE)
+def derived_ids(response_id: str) -> IdFactory:
+    """Ids derived from the response id: ``{prefix}_{suffix}_{n}``, n = 0, 1, 2, ...
 
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex}"
+    Unique within a response and, with unique response ids, across responses; deterministic,
+    so the core needs no random source. Edges may hand in random ids instead.
+    """
+    suffix = response_id.split("_", 1)[-1] or response_id or "0"
+    counter = itertools.count()
+    return lambda prefix: f"{prefix}_{suffix}_{next(counter)}"
 
 
 @dataclass(slots=True)
@@ -96,19 +135,23 @@ class ItemRecord:
 
     @classmethod
     def open(
-        cls, kind: ItemKind, output_index: int, phase: str | None, recipient: str | None
+        cls,
+        kind: ItemKind,
+        output_index: int,
+        phase: str | None,
+        recipient: str | None,
+        new_id: IdFactory,
     ) -> ItemRecord:
-        prefix = {
-            ItemKind.REASONING: "rs",
-            ItemKind.MESSAGE: "msg",
-            ItemKind.FUNCTION_CALL: "fc",
-            ItemKind.WEB_SEARCH: "ws",
-        }[kind]
-        record = cls(kind, output_index, new_id(prefix), phase=phase, name=recipient or "")
+        record = cls(kind, output_index, new_id(KINDS[kind].id_prefix), phase, recipient or "")
         if kind is ItemKind.FUNCTION_CALL:
-            record.name = (recipient or "")[len(FUNCTION_PREFIX) :]
+            record.name = function_name(recipient)
             record.call_id = new_id("call")
         return record
+
+
+def function_name(recipient: str | None) -> str:
+    """The function name of a ``functions.NAME`` recipient (empty when there is none)."""
+    return (recipient or "")[len(FUNCTION_PREFIX) :].strip()
 
 
 def build_item(record: ItemRecord, *, final: bool = True):
@@ -134,7 +177,7 @@ def build_item(record: ItemRecord, *, final: bool = True):
             content=content if final else [],
             phase=record.phase,
         )
-    if kind is ItemKind.REASONING:
+    if kind is ItemKind.REASONING or kind is ItemKind.TOOL_CALL:
         content = [construct(ReasoningContent, type="reasoning_text", text=text)]
         return construct(
             ResponseReasoningItem,

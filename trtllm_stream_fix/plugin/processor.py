@@ -24,6 +24,7 @@ from ..core.context import ResponseContext
 from ..core.machine import ResponsesEventMachine
 from ..core.response import ECHOED_REQUEST_FIELDS, request_echo
 from ..core.sse import format_sse
+from ..defaults import edge_defaults
 from .replacements import harmony_messages
 from .targets import upstream_class
 
@@ -140,7 +141,9 @@ class FixedResponsesStreamingProcessor(_UpstreamProcessor):
         )
 
     def _fix_start(self) -> list[Any]:
-        self._fix_machine = ResponsesEventMachine(self._fix_context(), config=self.stream_config)
+        self._fix_machine = ResponsesEventMachine(
+            self._fix_context(), config=self.stream_config, **edge_defaults()
+        )
         return self._fix_machine.start()
 
     def _fix_machine_for(self, res: Any) -> ResponsesEventMachine:

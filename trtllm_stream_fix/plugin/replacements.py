@@ -17,6 +17,7 @@ from typing import Any
 from ..core.config import StreamConfig
 from ..core.context import ResponseContext
 from ..core.nonstreaming import build_response
+from ..defaults import edge_defaults
 
 logger = logging.getLogger("trtllm_stream_fix.plugin")
 
@@ -52,7 +53,11 @@ def create_output_content_harmony(
         output = final_res.outputs[0]
         token_ids = list(output.token_ids)
         response = build_response(
-            ResponseContext.new(), token_ids, output.finish_reason or "stop", config=config
+            ResponseContext.new(),
+            token_ids,
+            output.finish_reason or "stop",
+            config=config,
+            **edge_defaults(),
         )
         return list(response.output), harmony_messages(token_ids)
 

@@ -25,6 +25,7 @@ from ..core.nonstreaming import build_response
 from ..core.response import build_response as build_response_object
 from ..core.response import request_echo, typed_tools
 from ..core.sse import format_sse, model_to_json
+from ..defaults import random_id
 from .engine import EngineConfig, Generation, SimulatedEngine
 from .faults import inject
 from .protocol import RequestError, ResponsesRequest, error_body, input_text, parse_request
@@ -84,7 +85,12 @@ class _Streamer:
             from ..testing.baseline import UpstreamBaselineStream
 
             return UpstreamBaselineStream(context, encoding=self.encoding)
-        return ResponsesEventMachine(context, config=self.stream_config, encoding=self.encoding)
+        return ResponsesEventMachine(
+            context,
+            config=self.stream_config,
+            encoding=self.encoding,
+            new_id=random_id,
+        )
 
     async def chunks(
         self, context: ResponseContext, generation: Generation, interval: int | None
@@ -237,6 +243,7 @@ def create_app(
                 generation.finish_reason,
                 config=stream_config,
                 encoding=encoding,
+                new_id=random_id,
             )
             return Response(model_to_json(response), media_type="application/json")
         chunks: AsyncIterator[Any] = streamer.chunks(context, generation, body.stream_interval)

@@ -21,6 +21,7 @@ from typing import Any
 from ..core.config import DEFAULT_CONFIG, StreamConfig
 from ..core.context import ResponseContext
 from ..core.sse import event_to_dict
+from ..encoding import load_gpt_oss_encoding
 from .sdk_oracle import sdk_accumulate
 from .synthetic import SyntheticOutput, engine_responses, generate_outputs
 from .visible import client_visible
@@ -35,6 +36,8 @@ def make_stream(impl: str, context: ResponseContext, config: StreamConfig, encod
     if impl == "ours":
         from ..core.machine import ResponsesEventMachine
 
+        if encoding is None:
+            encoding = load_gpt_oss_encoding()
         return ResponsesEventMachine(context, config=config, encoding=encoding)
     if impl == "upstream":
         from .baseline import UpstreamBaselineStream

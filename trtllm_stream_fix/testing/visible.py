@@ -47,3 +47,11 @@ def client_visible(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 continue
         out.append(event)
     return out
+
+
+def comparable_response(response: dict[str, Any]) -> dict[str, Any]:
+    """A response dict with item ids canonical and timestamps dropped, for ``==``.
+
+    Two responses for the same tokens compare equal whether streamed or not.
+    """
+    return _normalise(response, {})
