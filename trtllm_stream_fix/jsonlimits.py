@@ -10,12 +10,14 @@ value nested past the interpreter's recursion limit can still be measured.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 __all__ = ["MAX_DEPTH", "JSONLimitError", "loads", "too_deep"]
 
 #: Nesting depth accepted by default (objects and arrays; a scalar has depth 0).
 MAX_DEPTH = 128
+_MAX_DIGITS = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
 
 
 class JSONLimitError(ValueError):
@@ -47,8 +49,10 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
         raise JSONLimitError("JSON nested too deep") from None
     except json.JSONDecodeError as exc:
         raise JSONLimitError(f"invalid JSON: {exc}") from None
-    except ValueError as exc:  # e.g. an integer with more digits than int() accepts
-        raise JSONLimitError(f"invalid JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise JSONLimitError(f"invalid JSON: not UTF-8 ({exc.reason})") from None
+    except ValueError:  # an integer with more digits than int() accepts
+        raise JSONLimitError(f"invalid JSON: a number has over {_MAX_DIGITS} digits") from None
     if too_deep(value, max_depth):
         raise JSONLimitError(f"JSON nested deeper than {max_depth} levels")
     return value

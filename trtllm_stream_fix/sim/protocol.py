@@ -3,10 +3,22 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .. import jsonlimits
+from .errors import RequestError, error_body
+from .validation import validate_input, validate_tools
+
+__all__ = [
+    "FAULTS",
+    "RequestError",
+    "ResponsesRequest",
+    "error_body",
+    "input_text",
+    "parse_request",
+]
 
 FAULTS: tuple[str, ...] = (
     "drop",
@@ -48,40 +60,17 @@ class ResponsesRequest(BaseModel):
     sim_fault: Literal[FAULTS] | None = None  # type: ignore[valid-type]
 
 
-def error_body(
-    message: str,
-    *,
-    type_: str = "invalid_request_error",
-    param: str | None = None,
-    code: str | None = None,
-) -> dict[str, Any]:
-    """An OpenAI-style error object."""
-    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
-
-
-class RequestError(Exception):
-    """A request the server rejects: HTTP ``status`` with an OpenAI-style body."""
-
-    def __init__(
-        self, status: int, message: str, *, param: str | None = None, code: str | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.body = error_body(message, param=param, code=code)
-
-
-def parse_request(raw: bytes) -> ResponsesRequest:
-    """Decode and validate a request body; raises :class:`RequestError` (400)."""
+def parse_request(raw: bytes, *, max_depth: int = 64) -> ResponsesRequest:
+    """Decode and validate a request body (tools and input items included); raises
+    :class:`RequestError` (400), also for JSON nested deeper than ``max_depth``."""
     try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RequestError(
-            400, f"request body is not valid JSON: {exc}", code="invalid_json"
-        ) from None
+        data = jsonlimits.loads(raw, max_depth=max_depth)
+    except jsonlimits.JSONLimitError as exc:
+        raise RequestError(400, f"request body: {exc}", code="invalid_json") from None
     if not isinstance(data, dict):
         raise RequestError(400, "request body must be a JSON object", code="invalid_json")
     try:
-        return ResponsesRequest.model_validate(data)
+        request = ResponsesRequest.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -89,6 +78,9 @@ def parse_request(raw: bytes) -> ResponsesRequest:
         raise RequestError(
             400, f"invalid request: {where}: {first['msg']}", param=param, code="invalid_value"
         ) from None
+    validate_tools(request.tools)
+    validate_input(request.input)
+    return request
 
 
 def input_text(request_input: str | list[dict[str, Any]]) -> str:
@@ -101,5 +93,5 @@ def input_text(request_input: str | list[dict[str, Any]]) -> str:
         if isinstance(content, str):
             pieces.append(content)
         elif isinstance(content, list):
-            pieces.extend(p.get("text", "") for p in content if isinstance(p, dict))
+            pieces.extend(p.get("text") or "" for p in content if isinstance(p, dict))
     return "\n".join(pieces)

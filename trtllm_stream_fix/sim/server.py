@@ -9,6 +9,7 @@ streams through :class:`~trtllm_stream_fix.core.machine.ResponsesEventMachine`;
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -16,6 +17,8 @@ from typing import Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 
 from ..core import events as ev
 from ..core.config import StreamConfig
@@ -28,13 +31,14 @@ from ..core.sse import format_sse, model_to_json
 from ..defaults import random_id
 from .engine import EngineConfig, Generation, SimulatedEngine
 from .faults import inject
+from .limits import ServerLimits, check_input_size, count_prompt_tokens
 from .protocol import RequestError, ResponsesRequest, error_body, input_text, parse_request
 
 logger = logging.getLogger(__name__)
 
 Generator = Literal["ours", "upstream"]
 DEFAULT_MODELS = ("gpt-oss-20b", "gpt-oss-120b")
-DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+DEFAULT_MAX_BODY_BYTES = ServerLimits.max_body_bytes
 
 
 class StreamGauge:
@@ -133,11 +137,17 @@ def _failed_events(context: ResponseContext, message: str, seq: int) -> list[Any
     ]
 
 
-def _context(request: ResponsesRequest, encoding: Any) -> ResponseContext:
-    prompt = input_text(request.input)
+async def _prompt_tokens(request: ResponsesRequest, encoding: Any, limits: ServerLimits) -> int:
+    """Prompt tokens, counted in a worker thread within ``limits`` (RequestError past them)."""
+    prompt = "\n".join(filter(None, (request.instructions, input_text(request.input))))
+    check_input_size(prompt, limits)
+    return await run_in_threadpool(count_prompt_tokens, encoding, prompt, limits)
+
+
+def _context(request: ResponsesRequest, num_prompt_tokens: int) -> ResponseContext:
     return ResponseContext.new(
         model=request.model,
-        num_prompt_tokens=len(encoding.encode(prompt, allowed_special="all")) if prompt else 0,
+        num_prompt_tokens=num_prompt_tokens,
         tools=request.tools,
         tool_choice=request.tool_choice,
         parallel_tool_calls=request.parallel_tool_calls,
@@ -153,18 +163,40 @@ def _error(exc: RequestError) -> JSONResponse:
     return JSONResponse(exc.body, status_code=exc.status)
 
 
+def _install_error_handlers(app: FastAPI) -> None:
+    """Every error answer is OpenAI-shaped JSON (unknown routes, methods, internal errors)."""
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        body = error_body(str(exc.detail), code=f"http_{exc.status_code}")
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+        logger.exception("request to %s failed", request.url.path)
+        body = error_body("internal server error", type_="server_error", code="internal_error")
+        return JSONResponse(body, status_code=500)
+
+
 def create_app(
     engine_config: EngineConfig | None = None,
     generator: Generator = "ours",
     *,
     stream_config: StreamConfig | None = None,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    limits: ServerLimits | None = None,
+    max_body_bytes: int | None = None,
     allow_faults: bool = False,
     models: tuple[str, ...] = DEFAULT_MODELS,
 ) -> FastAPI:
-    """The local server app (one simulated engine, one stream generator)."""
+    """The local server app (one simulated engine, one stream generator).
+
+    ``limits`` bounds each request (``max_body_bytes`` overrides its body size).
+    """
     if generator not in ("ours", "upstream"):
         raise ValueError(f"unknown generator {generator!r}")
+    limits = limits or ServerLimits()
+    if max_body_bytes is not None:
+        limits = dataclasses.replace(limits, max_body_bytes=max_body_bytes)
     from ..encoding import load_gpt_oss_encoding
 
     engine_config = engine_config or EngineConfig()
@@ -181,7 +213,9 @@ def create_app(
         redoc_url=None,
         openapi_url=None,
     )
+    _install_error_handlers(app)
     app.state.gauge = gauge
+    app.state.limits = limits
     app.state.engine = engine
     app.state.generator = generator
 
@@ -208,7 +242,9 @@ def create_app(
     @app.post("/v1/responses")
     async def responses(request: Request) -> Any:
         try:
-            body = parse_request(await read_body(request, max_body_bytes))
+            body = parse_request(
+                await read_body(request, limits.max_body_bytes), max_depth=limits.max_json_depth
+            )
             if body.model not in models:
                 raise RequestError(
                     404, f"model {body.model!r} not found", param="model", code="model_not_found"
@@ -228,6 +264,7 @@ def create_app(
                 )
             except ValueError as exc:
                 raise RequestError(400, str(exc), param="scenario") from None
+            num_prompt_tokens = await _prompt_tokens(body, encoding, limits)
         except RequestError as exc:
             return _error(exc)
         if body.sim_fault == "http503":
@@ -235,7 +272,7 @@ def create_app(
                 error_body("engine overloaded", type_="server_error", code="overloaded"),
                 status_code=503,
             )
-        context = _context(body, encoding)
+        context = _context(body, num_prompt_tokens)
         if not body.stream:
             response = build_response(
                 context,
@@ -249,13 +286,25 @@ def create_app(
         chunks: AsyncIterator[Any] = streamer.chunks(context, generation, body.stream_interval)
         if body.sim_fault:
             chunks = inject(body.sim_fault, chunks)
+        # The first chunk (created + in_progress, echoing the request) is built before the
+        # 200 is sent: a request it cannot serialise fails as JSON, not mid-body.
+        first = await chunks.__anext__()
         return StreamingResponse(
-            _tracked(gauge, chunks),
+            _tracked(gauge, _prepend(first, chunks)),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
     return app
+
+
+async def _prepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    try:
+        yield first
+        async for chunk in rest:
+            yield chunk
+    finally:
+        await rest.aclose()  # type: ignore[attr-defined]
 
 
 async def _tracked(gauge: StreamGauge, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -11,6 +10,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import uvicorn
+
+from .http_server import bind, uvicorn_config
+from .limits import ServerLimits
 
 
 @contextmanager
@@ -21,18 +23,19 @@ def serve_in_thread(
     port: int = 0,
     log_level: str = "warning",
     startup_timeout: float = 10.0,
+    limits: ServerLimits | None = None,
 ) -> Iterator[str]:
     """``with serve_in_thread(app) as base_url:`` -> ``"http://127.0.0.1:<port>"``.
 
     The socket is bound before the thread starts (port 0 picks a free one); the server is
-    asked to exit and the thread joined when the block ends.
+    asked to exit and the thread joined when the block ends. Connection limits come from
+    ``limits``, else the app's own (``app.state.limits``).
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    sock = bind(host, port)
     bound_port = sock.getsockname()[1]
-    config = uvicorn.Config(
+    config = uvicorn_config(
         app,
+        limits,
         log_level=log_level,
         lifespan="off",
         access_log=False,

@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: Apache-2.0
+"""OpenAI-shaped error bodies and the exception that carries one to the HTTP edge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def error_body(
+    message: str,
+    *,
+    type_: str = "invalid_request_error",
+    param: str | None = None,
+    code: str | None = None,
+) -> dict[str, Any]:
+    """An OpenAI-style error object: ``{"error": {"message", "type", "param", "code"}}``."""
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+class RequestError(Exception):
+    """A request the server rejects: HTTP ``status`` with an OpenAI-style body."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        type_: str = "invalid_request_error",
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = error_body(message, type_=type_, param=param, code=code)

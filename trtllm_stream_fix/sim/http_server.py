@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: Apache-2.0
+"""uvicorn set up with the local server's connection limits, on a socket bound first.
+
+uvicorn closes idle keep-alive connections but has no deadline for a request head: a client
+that never finishes its headers holds the connection for ever. :func:`limited_protocol`
+adds one (``ServerLimits.header_timeout``), armed whenever a connection waits for a request
+head. Binding before the server starts lets callers report a bad address as an error and
+announce the server only once it is listening.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from .limits import ServerLimits
+
+
+class _HeadDeadlineProtocol(H11Protocol):
+    """h11 protocol that closes a connection whose request head is not complete in time."""
+
+    head_timeout: float = ServerLimits.header_timeout
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_head_deadline()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:
+            self._cancel_head_deadline()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self._arm_head_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_head_deadline()
+        super().connection_lost(exc)
+
+    def _arm_head_deadline(self) -> None:
+        self._cancel_head_deadline()
+        self._head_timer = self.loop.call_later(self.head_timeout, self._head_deadline_passed)
+
+    def _cancel_head_deadline(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_deadline_passed(self) -> None:
+        self._head_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.logger.info("closing a connection that sent no request head in time")
+            self.transport.close()
+
+
+def limited_protocol(header_timeout: float) -> type[H11Protocol]:
+    """The h11 protocol class with a ``header_timeout`` (seconds) for each request head."""
+    return type("HeadDeadlineProtocol", (_HeadDeadlineProtocol,), {"head_timeout": header_timeout})
+
+
+def uvicorn_config(app: Any, limits: ServerLimits | None = None, **options: Any) -> uvicorn.Config:
+    """A ``uvicorn.Config`` for ``app`` with the connection limits of ``limits``."""
+    limits = limits or getattr(getattr(app, "state", None), "limits", None) or ServerLimits()
+    return uvicorn.Config(
+        app,
+        http=limited_protocol(limits.header_timeout),
+        h11_max_incomplete_event_size=limits.max_header_bytes,
+        timeout_keep_alive=limits.keep_alive_timeout,
+        limit_concurrency=limits.max_concurrency,
+        **options,
+    )
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (port 0 = any free one); OSError if it cannot be."""
+    if not 0 <= port <= 65535:
+        raise OSError(f"port {port} is outside 0-65535")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise OSError(f"cannot resolve host {host!r}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
