@@ -286,6 +286,7 @@ _DELEGATES = {
     ),
     "doctor": ("plugin", "doctor_main", "inspect the TensorRT-LLM install and the patch"),
     "plugin": ("plugin.pth", "pth_main", "install, remove or show the import-hook .pth file"),
+    "upstream-pr": ("upstream_pr", "main", "write (and check) the fix as a TensorRT-LLM change"),
 }
 
 

@@ -1,0 +1,293 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``upstream-pr``: the change set generated from a TensorRT-LLM tree.
+
+The default tier builds a small upstream-like tree from our stand-in's serve modules (so the
+edit logic is tested without upstream sources); with ``TRTLLM_SOURCE_DIR`` the whole command,
+``--check`` included, runs against that real tree.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trtllm_stream_fix.cli import main as cli_main
+from trtllm_stream_fix.upstream_pr import check, describe, edits, layout
+from trtllm_stream_fix.upstream_pr.changeset import SourceTreeError, build
+from trtllm_stream_fix.upstream_pr.detect import UnknownVersionError, detect
+from trtllm_stream_fix.upstream_pr.lint import Tools
+
+pytestmark = pytest.mark.cpu_only
+
+STANDIN_SERVE = Path(__file__).parent / "standin" / "tensorrt_llm" / "serve"
+L0_CPU = """\
+version: 0.0.1
+l0_cpu:
+- condition:
+    terms:
+      stage: pre_merge
+  tests:
+  - unittest/llmapi/apps/test_chat_utils.py
+  - unittest/llmapi/apps/test_responses_usage.py
+  - unittest/llmapi/test_executor.py
+"""
+TEMPLATE = (
+    "@bot summary\n\n## Description\n\n<!-- explain -->\n\n## Test Coverage\n\n"
+    "<!-- list -->\n\n## Bot Help\n\nkept\n"
+)
+NO_FORMAT = Tools({}, note="unformatted")  # the edit logic, without any linter
+
+
+def _tree(root: Path, *, extra: str = "") -> Path:
+    serve = root / layout.SERVE_DIR
+    serve.mkdir(parents=True)
+    for path in STANDIN_SERVE.glob("*.py"):
+        shutil.copy2(path, serve / path.name)
+    if extra:
+        utils = serve / "responses_utils.py"
+        utils.write_text(extra + utils.read_text())
+    (root / layout.L0_CPU).parent.mkdir(parents=True)
+    (root / layout.L0_CPU).write_text(L0_CPU)
+    (root / ".github").mkdir()
+    (root / ".github" / "pull_request_template.md").write_text(TEMPLATE)
+    return root
+
+
+@pytest.fixture
+def tree(tmp_path):
+    return _tree(tmp_path / "trtllm")
+
+
+def _definition(text: str, path: str):
+    node = ast.parse(text)
+    for name in path.split("."):
+        node = next(n for n in node.body if getattr(n, "name", None) == name)
+    return node
+
+
+# -- detection -----------------------------------------------------------------------------
+
+
+def test_detects_the_version_line_from_the_recorded_shapes(tree):
+    text = (tree / layout.RESPONSES_UTILS).read_text()
+    detection = detect(text)
+    assert detection.versions and "early-2026" not in detection.versions
+    old = text.replace(
+        "self, final_res: RequestOutput, num_prompt_tokens: int | None = None, tokenizer=None",
+        "self, final_res: RequestOutput",
+    )
+    assert old != text
+    assert detect(old).versions == ("early-2026",)
+
+
+def test_an_unknown_shape_is_a_clear_error(tree):
+    text = (tree / layout.RESPONSES_UTILS).read_text()
+    bad = text.replace("def process_single_output(self, res", "def process_single_output(self, out")
+    with pytest.raises(UnknownVersionError, match="process_single_output"):
+        detect(bad)
+
+
+def test_a_folder_without_responses_utils_is_refused(tmp_path):
+    with pytest.raises(SourceTreeError, match=r"responses_utils\.py"):
+        build(tmp_path, year=2026, tools=NO_FORMAT)
+
+
+# -- source edits -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shift", ["", "def _moved_down():\n    return 1\n\n\n" * 7])
+def test_edits_are_located_by_name_and_change_only_their_targets(tmp_path, shift):
+    original = (STANDIN_SERVE / "responses_utils.py").read_text()
+    text = shift + original
+    edited = edits.edit_responses_utils(text)
+    ast.parse(edited)
+    assert edits.IMPORT_LINE in edited
+    for method, call in (
+        ("get_initial_responses", "initial_responses(self)"),
+        ("process_single_output", "process_output(self, res)"),
+        ("get_final_response_non_store", "final_response("),
+        ("get_final_response", "final_response("),
+    ):
+        node = _definition(edited, f"ResponsesStreamingProcessor.{method}")
+        first = node.body[0]
+        assert isinstance(first, ast.If) and ast.unparse(first.test) == "self.use_harmony"
+        assert call in ast.unparse(first.body[0])
+    init = _definition(edited, "ResponsesStreamingProcessor.__init__")
+    assert "HarmonyResponsesStream()" in ast.unparse(init.body[-1])
+    content = _definition(edited, "_create_output_content_harmony")
+    assert "harmony_output_content" in ast.unparse(content.body[-1])
+    assert "_parse_output_message_harmony" not in ast.unparse(content)  # old body gone
+    parse = _definition(edited, "_parse_response_input")
+    assert [ast.unparse(d) for d in parse.decorator_list] == [
+        "harmony_processor.with_phase_channel"
+    ]
+    old_body = ast.get_source_segment(text, _definition(text, "_create_output_content_harmony"))
+    assert all(line in old_body for line in _removed(text, edited))  # nothing else removed
+
+
+def _removed(old: str, new: str) -> list[str]:
+    import difflib
+
+    return [
+        line[1:].strip()
+        for line in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="")
+        if line.startswith("-") and not line.startswith("---")
+    ]
+
+
+def test_a_missing_target_is_a_clear_error():
+    text = (STANDIN_SERVE / "responses_utils.py").read_text()
+    text = text.replace("def get_initial_responses(self)", "def initial_frames(self)")
+    with pytest.raises(edits.EditError, match="get_initial_responses"):
+        edits.edit_responses_utils(text)
+
+
+def test_editing_twice_is_refused():
+    text = edits.edit_responses_utils((STANDIN_SERVE / "responses_utils.py").read_text())
+    with pytest.raises(edits.EditError, match="already"):
+        edits.edit_responses_utils(text)
+
+
+def test_l0_cpu_gets_the_test_folder_in_order_once():
+    edited = edits.edit_l0_cpu(L0_CPU)
+    lines = edited.splitlines()
+    at = lines.index(f"  - {layout.L0_ENTRY}")
+    assert lines[at - 1] == "  tests:"  # "harmony_stream" sorts before "test_chat_utils.py"
+    assert lines[at + 1].endswith("test_chat_utils.py")
+    assert edits.edit_l0_cpu(edited) == edited
+
+
+def test_every_plugin_patch_is_carried_or_named_in_the_notes(tree):
+    from trtllm_stream_fix.plugin.ledger import LEDGER
+
+    change = build(tree, year=2026, tools=NO_FORMAT)
+    noted = " ".join(change.notes)
+    for entry in LEDGER:
+        assert entry.target in edits.CARRIED or entry.target in noted
+
+
+# -- new files ----------------------------------------------------------------------------------
+
+
+def test_new_files_are_upstream_shaped_and_name_nothing_of_ours(tree):
+    change = build(tree, year=2031, tools=NO_FORMAT)
+    core = {p.stem for p in (layout.OURS / "core").glob("*.py")}
+    modules = {Path(p).stem for p in change.new_files if p.startswith(layout.PACKAGE_DIR)}
+    assert core | {"processor", "encoding"} <= modules
+    for path, text in change.new_files.items():
+        assert text.startswith(
+            "# SPDX-FileCopyrightText: Copyright (c) 2031 NVIDIA CORPORATION & AFFILIATES."
+        ), path
+        assert "trtllm_stream_fix" not in text and "trtllm-stream-fix" not in text, path
+        tree_ = ast.parse(text)
+        for node in ast.walk(tree_):
+            if isinstance(node, ast.ImportFrom) and path.startswith("tensorrt_llm/"):
+                assert node.level == 0, f"{path}: relative import"
+    tests = [p for p in change.tests if Path(p).name.startswith("test_")]
+    assert len(tests) == 4
+    for path in tests:
+        assert "pytestmark = pytest.mark.cpu_only" in change.new_files[path], path
+
+
+def test_the_patch_applies_to_a_copy_and_yields_the_files(tree, tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    change = build(tree, year=2026, tools=NO_FORMAT)
+    copy = check.copy_tree(change.root, tmp_path / "copy")
+    result = check.apply(change, copy)
+    assert result.ok, result.detail
+    for path, text in change.new_files.items():
+        assert (copy / path).read_text() == text
+    for path, (_, new) in change.modified.items():
+        assert (copy / path).read_text() == new
+    assert (copy / "tests/unittest/llmapi/apps/__init__.py").is_file()
+
+
+def test_description_follows_the_template_and_title_check(tree):
+    change = build(tree, year=2026, tools=NO_FORMAT)
+    stats = {"identical": 3, "compared": 4, "strict": 1, "sdk": 2, "streams": 6, "raised": 1}
+    good = {**stats, "identical": 4, "strict": 6, "sdk": 6, "raised": 0}
+    text = describe.description(change, stats, good)
+    assert text.startswith(f"# {describe.title()}\n")
+    assert "@bot summary" in text and "## Bot Help\n\nkept" in text
+    assert "<!--" not in text
+    assert "| before (this tree) | 3 / 4 | 1 / 6 | 2 / 6 | 1 |" in text
+    assert "| after (patched) | 4 / 4 | 6 / 6 | 6 / 6 | 0 |" in text
+    assert text.index("## Description") < text.index("## Test Coverage") < text.index("## Bot")
+
+
+@pytest.mark.parametrize("ticket", ["None", "#19223", "TRTLLM-1000", "https://nvbugs/1234567"])
+def test_titles_pass_upstreams_format(ticket):
+    assert describe.title(ticket).startswith(f"[{ticket}][fix] ")
+
+
+@pytest.mark.parametrize("ticket", ["", "19223", "[x]", "trtllm-1"])
+def test_bad_tickets_are_refused(ticket):
+    with pytest.raises(ValueError, match="format"):
+        describe.title(ticket)
+
+
+def test_cli_writes_the_change_set(tree, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = cli_main(
+        [
+            "upstream-pr",
+            "--source",
+            str(tree),
+            "--out",
+            str(out),
+            "--outputs",
+            "1",
+            "--lint-env",
+            str(tmp_path / "no-lint"),
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    assert (out / "upstream.patch").read_text().startswith("diff --git a/")
+    assert (out / "PR.md").is_file() and (out / "summary.json").is_file()
+    assert (out / "files" / layout.RESPONSES_UTILS).is_file()
+    assert "version line:" in capsys.readouterr().out
+
+
+def test_cli_reports_a_bad_tree_without_traceback(tmp_path, capsys):
+    code = cli_main(["upstream-pr", "--source", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "responses_utils.py" in err and "Traceback" not in err
+
+
+# -- real trees ---------------------------------------------------------------------------------
+
+
+def test_check_passes_on_the_real_tree(tmp_path):
+    """``upstream-pr --check`` on ``TRTLLM_SOURCE_DIR`` (installs the pinned linters)."""
+    source = os.environ.get("TRTLLM_SOURCE_DIR")
+    if not source:
+        pytest.skip("TRTLLM_SOURCE_DIR is not set")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trtllm_stream_fix.cli",
+            "upstream-pr",
+            "--source",
+            source,
+            "--out",
+            str(tmp_path / "out"),
+            "--check",
+            "--outputs",
+            "30",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "FAIL" not in proc.stdout

@@ -1,0 +1,161 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Our modules rewritten into TensorRT-LLM's namespace and file conventions.
+
+Imports are located with ``ast`` and rewritten in place (the rest of the text is kept as
+written): the core and the upstream-only modules become ``tensorrt_llm.serve.harmony_stream``
+(absolute imports, upstream's style); test support modules are imported relatively inside the
+moved test folder. Any other reference to this package is an error, so nothing of the plugin
+can leak into the change set. The license line becomes NVIDIA's header.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from .layout import HEADER, PACKAGE, REPO, TEST_SUPPORT, Placement
+
+OUR_PACKAGE = "trtllm_stream_fix"
+_UPSTREAM_MODULES = {
+    "trtllm_stream_fix.core": PACKAGE,
+    "trtllm_stream_fix.encoding": f"{PACKAGE}.encoding",
+    "trtllm_stream_fix.upstream_pr.templates.encoding": f"{PACKAGE}.encoding",
+    "trtllm_stream_fix.upstream_pr.templates.processor": f"{PACKAGE}.processor",
+}
+_SUPPORT_MODULES = {
+    "_streams": "streams",
+    "trtllm_stream_fix.checker": "checker",
+    "trtllm_stream_fix.checker.responses": "checker",
+    "trtllm_stream_fix.testing.synthetic": "synthetic",
+    "trtllm_stream_fix.testing.sdk_oracle": "sdk_oracle",
+    "trtllm_stream_fix.testing.visible": "visible",
+    "trtllm_stream_fix.upstream_pr.templates.tests.streams": "streams",
+}
+_LICENSE_LINE = "# SPDX-License-Identifier: Apache-2.0\n"
+
+
+class ConversionError(ValueError):
+    """A module refers to something that has no place in the upstream tree."""
+
+
+def module_name(path: Path) -> str:
+    """Our dotted module name of ``path`` (a top-level name for files under ``tests/``)."""
+    rel = path.resolve().relative_to(REPO).with_suffix("")
+    parts = rel.parts[1:] if rel.parts[0] == "tests" else rel.parts
+    return ".".join(parts)
+
+
+def _absolute(node: ast.ImportFrom, own: str, is_package: bool) -> str:
+    if not node.level:
+        return node.module or ""
+    base = own.split(".") if is_package else own.split(".")[:-1]
+    if node.level > 1:
+        base = base[: -(node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def upstream_module(name: str) -> str | None:
+    """Where our module ``name`` lives upstream (None: not part of the new package)."""
+    if name in _UPSTREAM_MODULES:
+        return _UPSTREAM_MODULES[name]
+    if name.startswith("trtllm_stream_fix.core."):
+        return f"{PACKAGE}.{name.rsplit('.', 1)[1]}"
+    return None
+
+
+def _import_target(name: str, in_support: bool) -> str | None:
+    target = upstream_module(name)
+    if target is not None:
+        return target
+    support = _SUPPORT_MODULES.get(name)
+    if support is None:
+        return None
+    return f".{support}" if in_support else f".{TEST_SUPPORT}.{support}"
+
+
+_FROM = re.compile(r"from\s+(\.*[\w.]*)\s+import\b")
+
+
+def rewrite_imports(text: str, own: str, *, is_package: bool, in_support: bool) -> str:
+    """``text`` with every import of our modules pointing at its upstream place."""
+    tree = ast.parse(text)
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    edits: list[tuple[int, int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            ours = [a.name for a in node.names if a.name.split(".")[0] in (OUR_PACKAGE, "_streams")]
+            if ours:
+                raise ConversionError(f"{own}:{node.lineno}: use 'from ... import' for {ours}")
+            continue
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        source = _absolute(node, own, is_package)
+        if source.split(".")[0] not in (OUR_PACKAGE, "_streams"):
+            continue
+        target = _import_target(source, in_support)
+        if target is None:
+            raise ConversionError(
+                f"{own}:{node.lineno}: imports {source}, which has no place upstream"
+            )
+        start = offsets[node.lineno - 1] + node.col_offset
+        match = _FROM.match(text, start)
+        if match is None:  # pragma: no cover - ast and the regex agree on valid syntax
+            raise ConversionError(f"{own}:{node.lineno}: cannot locate the import")
+        edits.append((match.start(1), match.end(1), target))
+    for begin, end, target in sorted(edits, reverse=True):
+        text = text[:begin] + target + text[end:]
+    return text
+
+
+def replace_docstring(text: str, docstring: str) -> str:
+    """``text`` with its module docstring replaced by ``docstring``."""
+    tree = ast.parse(text)
+    first = tree.body[0] if tree.body else None
+    if not (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        raise ConversionError("no module docstring to replace")
+    lines = text.splitlines(keepends=True)
+    before = "".join(lines[: first.lineno - 1])
+    after = "".join(lines[first.end_lineno :])
+    return f'{before}"""{docstring.rstrip()}\n"""\n{after}'
+
+
+def with_header(text: str, year: int) -> str:
+    """``text`` with our license line replaced by NVIDIA's header."""
+    if text.startswith(_LICENSE_LINE):
+        text = text[len(_LICENSE_LINE) :]
+    return HEADER.format(year=year) + text
+
+
+def leftovers(text: str) -> list[str]:
+    """Lines that still name this package (must be none)."""
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if OUR_PACKAGE in line or "trtllm-stream-fix" in line
+    ]
+
+
+def convert(placement: Placement, year: int) -> str:
+    """The upstream text of one placed file."""
+    text = placement.source.read_text(encoding="utf-8")
+    own = module_name(placement.source)
+    in_support = f"/{TEST_SUPPORT}/" in placement.dest
+    text = rewrite_imports(
+        text, own, is_package=placement.source.name == "__init__.py", in_support=in_support
+    )
+    text = text.replace("trtllm_stream_fix.core.", f"{PACKAGE}.")
+    if placement.docstring:
+        text = replace_docstring(text, placement.docstring)
+    text = with_header(text, year)
+    left = leftovers(text)
+    if left:
+        raise ConversionError(f"{placement.dest} still names this package: {left[0]!r}")
+    return text

@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The pull request's title and body, in upstream's template.
+
+The template (``.github/pull_request_template.md``) is read from the tree when it has one;
+its ``## Description`` and ``## Test Coverage`` sections are filled in and the rest is kept.
+The before/after table comes from the harness run on the tree as it is and on the patched copy;
+the benchmark rows from this repository's latest ``benchmarks/results/cpu_event_cost.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .changeset import ChangeSet
+from .layout import L0_ENTRY, PACKAGE, REPO, TITLE_PATTERN
+
+SUMMARY = "Stream Harmony Responses events token by token at any stream_interval"
+TEMPLATE = ".github/pull_request_template.md"
+BENCHMARKS = REPO / "benchmarks" / "results" / "cpu_event_cost.json"
+_COMMENT = re.compile(r"<!--.*?-->\s*", re.S)
+
+
+def title(ticket: str = "None", kind: str = "fix") -> str:
+    """``[ticket][kind] summary``; raises ``ValueError`` unless upstream's title check passes."""
+    text = f"[{ticket}][{kind}] {SUMMARY}"
+    if not re.match(TITLE_PATTERN, text):
+        raise ValueError(
+            f"title {text!r} does not match upstream's format [None|PROJ-123|#123|"
+            "https://nvbugs/123][type] Summary"
+        )
+    return text
+
+
+def _row(label: str, stats: dict[str, Any]) -> str:
+    s = stats
+    return (
+        f"| {label} | {s['identical']} / {s['compared']} | {s['strict']} / {s['streams']} | "
+        f"{s['sdk']} / {s['streams']} | {s['raised']} |"
+    )
+
+
+def results_table(before: dict[str, Any] | None, after: dict[str, Any] | None) -> str:
+    """The harness counts before and after the change, as a markdown table."""
+    if before is None or after is None:
+        return "(not measured: the harness could not run on this tree; see the notes)"
+    return "\n".join(
+        [
+            "| | k=20 streams identical to k=1 | strict checker passes | OpenAI SDK accepts "
+            "| stream ended by an exception |",
+            "|---|---|---|---|---|",
+            _row("before (this tree)", before),
+            _row("after (patched)", after),
+        ]
+    )
+
+
+def benchmark_rows(path: Path = BENCHMARKS) -> str:
+    """µs per output token of the real processor, unpatched and with this code, and the floor."""
+    if not path.is_file():
+        return "(no benchmark results in this checkout)"
+    data = json.loads(path.read_text())
+    cells: dict[tuple[str, int], dict[str, float]] = {}
+    for row in data["rows"]:
+        cells.setdefault((row["tokens"], row["stream_interval"]), {})[row["impl"]] = row[
+            "us_per_token"
+        ]
+    lines = [
+        "| tokens (reasoning+answer) | stream_interval | parser floor µs/token "
+        "| before µs/token | after µs/token |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for (tokens, interval), impls in cells.items():
+        if {"floor", "upstream-real", "plugin-real"} <= impls.keys():
+            lines.append(
+                f"| {tokens} | {interval} | {impls['floor']:.2f} | {impls['upstream-real']:.2f} "
+                f"| {impls['plugin-real']:.2f} |"
+            )
+    machine = data.get("machine", {})
+    lines.append("")
+    lines.append(
+        f"CPU time per output token, median of {data.get('runs')} runs "
+        f"({machine.get('cpu', '?')}, {machine.get('cores', '?')} cores, Python "
+        f"{machine.get('python', '?')}): the real `ResponsesStreamingProcessor` driven as "
+        "`openai_server` drives it, before and with this code."
+    )
+    return "\n".join(lines)
+
+
+def _description(
+    change: ChangeSet, before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> str:
+    stats = change.stats()
+    new_modules = sorted(p for p in change.new_files if p.startswith("tensorrt_llm/"))
+    added = sum(a for a, _ in stats.values())
+    lines = [
+        "`ResponsesStreamingProcessor` streams gpt-oss (Harmony) output through "
+        "`_generate_streaming_event_harmony`, which feeds a whole `token_ids_diff` to the "
+        "Harmony parser and then reads `parser.last_content_delta` and `parser.state`. Those "
+        "describe only the last token of the batch. With `stream_interval` > 1 (the curated "
+        "gpt-oss configs use 20) or accepted draft tokens, most deltas are lost, items that end "
+        "inside a batch are never closed, the next item is never announced, item ids are empty, "
+        "tool calls are not streamed, the last item stays open when the stop token is trimmed, "
+        "and `response.completed` carries new ids.",
+        "",
+        f"Measured on CPU with the real `responses_utils.py` of this tree (version line "
+        f"{change.detection.line}), driven as `openai_server` drives it, for "
+        f"{after['compared'] // 2 if after else 'the'} synthetic gpt-oss outputs (reasoning, "
+        "answers, preambles, tool calls on either channel, length cuts, malformed Harmony) at "
+        "1 and 20 tokens per engine response, inline and pickled to a post-processing worker:",
+        "",
+        results_table(before, after),
+        "",
+        "**Change.**",
+        f"- New package `{PACKAGE}` (Group A: ruff-formatted, no TensorRT-LLM imports except in "
+        "`processor.py`): a per-request driver that feeds the parser one token at a time and reads "
+        "completed messages only after a stop token, a sans-IO Responses event machine (output "
+        "indices, item ids, content parts, coalesced deltas, the final response, the terminal "
+        "event), the event and response builders, and SSE framing.",
+        "- `responses_utils.py` (legacy file, small yapf-shaped shims): "
+        "`ResponsesStreamingProcessor` delegates its Harmony path to `HarmonyResponsesStream`, "
+        "which receives `res._done` and the finish reason, closes the last item even when the "
+        "stop token was trimmed and reuses the streamed ids in the final response; "
+        "`_create_output_content_harmony` uses the same message-to-item mapping as the "
+        "stream; `_parse_response_input` renders assistant items "
+        "on their phase's channel. Non-Harmony requests are unchanged.",
+        "",
+        "**Benchmark.**",
+        "",
+        benchmark_rows(),
+        "",
+        f"Diff: {len(change.modified)} files edited, {len(change.new_files)} added "
+        f"({len(new_modules)} under `tensorrt_llm/`), {added} lines added.",
+    ]
+    if change.notes:
+        lines += ["", "**Notes.**", *(f"- {note}" for note in change.notes)]
+    return "\n".join(lines)
+
+
+def _coverage(change: ChangeSet) -> str:
+    tests = [p for p in change.tests if p.rsplit("/", 1)[-1].startswith("test_")]
+    return "\n".join(
+        [
+            f"New CPU tests (`pytestmark = pytest.mark.cpu_only`, registered as `{L0_ENTRY}` in "
+            "`l0_cpu.yml`):",
+            *(f"- `{p}`" for p in tests),
+            "",
+            "They cover the driver (facts per token, no `parser.state`/`parser.messages` per "
+            "token), the event machine (coalescing, terminal events, errors that never escape), "
+            "one regression test per defect above, and the real processor through "
+            "`responses_api_streaming_post_processor` at 1 and 20 tokens per engine response, "
+            "inline and pickled. Every stream is checked by a strict event checker and by the "
+            "OpenAI SDK's own accumulator.",
+        ]
+    )
+
+
+def description(
+    change: ChangeSet, before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> str:
+    """The PR text: title line, then the template with its two sections filled in."""
+    template_path = change.root / TEMPLATE
+    template = template_path.read_text(encoding="utf-8") if template_path.is_file() else ""
+    body = _COMMENT.sub("", template)
+    filled = {
+        "## Description": _description(change, before, after),
+        "## Test Coverage": _coverage(change),
+    }
+    if not all(header in body for header in filled):
+        body = "## Description\n\n## Test Coverage\n"
+    for header, text in filled.items():
+        body = body.replace(header + "\n", f"{header}\n\n{text}\n", 1)
+    body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
+    return f"# {title()}\n\n{body}"

@@ -1,0 +1,265 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The plugin's run-time replacements written as source edits to ``responses_utils.py``.
+
+Each edit is located by the name of the function, class or method it changes (through the
+file's syntax tree), never by a line number, and keeps the rest of the file byte for byte.
+The legacy file is formatted by yapf at 80 columns, so the inserted lines are short shims
+into ``tensorrt_llm.serve.harmony_stream.processor``, which holds the logic:
+
+=====================================================  ===========================================
+plugin (run time)                                      source edit
+=====================================================  ===========================================
+``ResponsesStreamingProcessor`` rebound to a subclass  its Harmony path delegates to
+                                                       ``HarmonyResponsesStream`` (``__init__``
+                                                       keeps one; the four methods call it)
+``_create_output_content_harmony`` wrapped             its body calls ``harmony_output_content``
+``_parse_response_input`` wrapped                      decorated with ``with_phase_channel``
+``openai_server.ResponsesStreamingProcessor``          nothing: it is the same class
+=====================================================  ===========================================
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from .detect import find_definition
+from .layout import L0_ENTRY, PACKAGE
+
+ALIAS = "harmony_processor"
+IMPORT_LINE = f"from {PACKAGE} import processor as {ALIAS}\n"
+PROCESSOR = "ResponsesStreamingProcessor"
+STREAM_ATTR = "_harmony_stream"
+# plugin targets each edit carries, by ledger target name
+CARRIED = {
+    "tensorrt_llm.serve.responses_utils.ResponsesStreamingProcessor": "processor methods",
+    "tensorrt_llm.serve.openai_server.ResponsesStreamingProcessor": "same class, no edit",
+    "tensorrt_llm.serve.responses_utils._create_output_content_harmony": "function body",
+    "tensorrt_llm.serve.responses_utils._parse_response_input": "decorator",
+}
+
+
+class EditError(ValueError):
+    """The file lacks something an edit is located by."""
+
+
+@dataclass(frozen=True)
+class _Insert:
+    line: int  # 0-based index of the line the text goes before
+    text: str
+    replace_to: int | None = None  # replace lines [line, replace_to) instead of inserting
+
+
+def _lines_of(body_indent: int, block: str) -> str:
+    pad = " " * body_indent
+    return "".join(pad + line + "\n" if line else "\n" for line in block.splitlines())
+
+
+def _body_start(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """0-based line index where a body's code starts (after the docstring, if any)."""
+    first = node.body[0]
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        if len(node.body) == 1:
+            return first.end_lineno  # type: ignore[return-value]
+        return node.body[1].lineno - 1
+    return first.lineno - 1
+
+
+def _indent(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    return node.body[0].col_offset
+
+
+def _param(node: ast.FunctionDef | ast.AsyncFunctionDef, index: int, name: str) -> str:
+    params = [a.arg for a in node.args.posonlyargs + node.args.args]
+    if len(params) <= index:
+        raise EditError(f"{node.name} has no parameter {index} ({name})")
+    return params[index]
+
+
+def _has_param(node: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    args = node.args
+    return name in [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+
+
+def _method(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    node = find_definition(tree, f"{PROCESSOR}.{name}")
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise EditError(f"{PROCESSOR}.{name} is not defined in responses_utils.py")
+    return node
+
+
+def _function(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    node = find_definition(tree, name)
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise EditError(f"{name} is not defined in responses_utils.py")
+    return node
+
+
+def _import_insert(tree: ast.Module) -> _Insert:
+    """Our import, at its isort position among the top-level ``tensorrt_llm`` imports."""
+    ours = f"{PACKAGE}"
+    first_party = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.ImportFrom)
+        and n.level == 0
+        and (n.module or "").split(".")[0] == "tensorrt_llm"
+    ]
+    if not first_party:
+        imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        if not imports:
+            raise EditError("responses_utils.py has no top-level imports")
+        return _Insert(imports[-1].end_lineno, IMPORT_LINE)  # type: ignore[arg-type]
+    for node in first_party:
+        if (node.module or "") > ours:
+            return _Insert(node.lineno - 1, IMPORT_LINE)
+    return _Insert(first_party[-1].end_lineno, IMPORT_LINE)  # type: ignore[arg-type]
+
+
+def _processor_inserts(tree: ast.Module) -> list[_Insert]:
+    out = []
+    init = _method(tree, "__init__")
+    end = init.body[-1].end_lineno
+    out.append(
+        _Insert(
+            end,  # type: ignore[arg-type]
+            _lines_of(_indent(init), f"self.{STREAM_ATTR} = {ALIAS}.HarmonyResponsesStream()"),
+        )
+    )
+    initial = _method(tree, "get_initial_responses")
+    out.append(
+        _Insert(
+            _body_start(initial),
+            _lines_of(
+                _indent(initial),
+                f"if self.use_harmony:\n    return self.{STREAM_ATTR}.initial_responses(self)",
+            ),
+        )
+    )
+    single = _method(tree, "process_single_output")
+    res = _param(single, 1, "res")
+    out.append(
+        _Insert(
+            _body_start(single),
+            _lines_of(
+                _indent(single),
+                f"if self.use_harmony:\n    return self.{STREAM_ATTR}.process_output(self, {res})",
+            ),
+        )
+    )
+    non_store = _method(tree, "get_final_response_non_store")
+    out.append(
+        _Insert(
+            _body_start(non_store),
+            _lines_of(
+                _indent(non_store),
+                "if self.use_harmony:\n"
+                f"    frame, _ = self.{STREAM_ATTR}.final_response(\n"
+                f"        {_final_args(non_store)})\n"
+                "    return frame",
+            ),
+        )
+    )
+    final = _method(tree, "get_final_response")
+    if not isinstance(final, ast.AsyncFunctionDef):
+        raise EditError(f"{PROCESSOR}.get_final_response is not a coroutine")
+    final_res = _param(final, 1, "final_res")
+    out.append(
+        _Insert(
+            _body_start(final),
+            _lines_of(
+                _indent(final),
+                "if self.use_harmony:\n"
+                f"    frame, response = self.{STREAM_ATTR}.final_response(\n"
+                f"        {_final_args(final)})\n"
+                "    if (response is not None and self.enable_store\n"
+                "            and self.conversation_store is not None):\n"
+                "        await self.conversation_store.store_response(\n"
+                "            resp=response,\n"
+                f"            resp_msgs={ALIAS}.harmony_output_messages(\n"
+                f"                {final_res}.outputs[0].token_ids, _parse_output_tokens),\n"
+                "            prev_resp_id=self.request.previous_response_id)\n"
+                "    return frame",
+            ),
+        )
+    )
+    return out
+
+
+def _final_args(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    final_res = _param(node, 1, "final_res")
+    if _has_param(node, "num_prompt_tokens"):
+        return f"self, {final_res}, num_prompt_tokens"
+    return f"self, {final_res}"
+
+
+def _output_content_insert(tree: ast.Module) -> _Insert:
+    node = _function(tree, "_create_output_content_harmony")
+    final_res = _param(node, 0, "final_res")
+    start, end = _body_start(node), node.body[-1].end_lineno
+    return _Insert(
+        start,
+        _lines_of(
+            _indent(node),
+            f"output = {final_res}.outputs[0]\n"
+            f"return {ALIAS}.harmony_output_content(output.token_ids,\n"
+            f"                                                output.finish_reason,\n"
+            f"                                                _parse_output_tokens)",
+        ),
+        replace_to=end,
+    )
+
+
+def _parse_input_insert(tree: ast.Module) -> _Insert:
+    node = _function(tree, "_parse_response_input")
+    pad = " " * node.col_offset
+    return _Insert(node.lineno - 1, f"{pad}@{ALIAS}.with_phase_channel\n")
+
+
+def edit_responses_utils(text: str) -> str:
+    """``responses_utils.py`` with the Harmony Responses path delegating to the new package."""
+    if IMPORT_LINE in text:
+        raise EditError("responses_utils.py already imports the new package (edited twice?)")
+    tree = ast.parse(text)
+    inserts = [
+        _import_insert(tree),
+        *_processor_inserts(tree),
+        _output_content_insert(tree),
+        _parse_input_insert(tree),
+    ]
+    lines = text.splitlines(keepends=True)
+    for insert in sorted(inserts, key=lambda i: i.line, reverse=True):
+        stop = insert.line if insert.replace_to is None else insert.replace_to
+        lines[insert.line : stop] = [insert.text]
+    return "".join(lines)
+
+
+_TESTS_KEY = re.compile(r"^(\s*)tests:\s*$")
+_ENTRY = re.compile(r"^(\s*)- (\S+)")
+
+
+def edit_l0_cpu(text: str) -> str:
+    """``l0_cpu.yml`` with the moved test folder in the first ``l0_cpu`` test list."""
+    lines = text.splitlines(keepends=True)
+    if any(_ENTRY.match(line) and _ENTRY.match(line).group(2) == L0_ENTRY for line in lines):
+        return text
+    start = next((i for i, line in enumerate(lines) if _TESTS_KEY.match(line)), None)
+    if start is None:
+        raise EditError("l0_cpu.yml has no 'tests:' list")
+    entries = []
+    for i in range(start + 1, len(lines)):
+        match = _ENTRY.match(lines[i])
+        if not match:
+            break
+        entries.append((i, match.group(1), match.group(2)))
+    if not entries:
+        raise EditError("l0_cpu.yml's first 'tests:' list is empty")
+    indent = entries[0][1]
+    at = next((i for i, _, name in entries if name > L0_ENTRY), entries[-1][0] + 1)
+    lines.insert(at, f"{indent}- {L0_ENTRY}\n")
+    return "".join(lines)

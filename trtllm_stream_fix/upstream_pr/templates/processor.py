@@ -1,0 +1,195 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Harmony Responses streaming for ``ResponsesStreamingProcessor``, token by token.
+
+``ResponsesStreamingProcessor`` keeps one ``HarmonyResponsesStream`` per request and delegates
+its Harmony path to it: every engine response's ``token_ids_diff`` goes to the
+``ResponsesEventMachine`` with the finished flag and the finish reason, so the events do not
+depend on how many tokens each engine response carries (``stream_interval``, accepted draft
+tokens). The stream's final response reuses the streamed item ids.
+
+Also here: the non-streaming output built with the same message-to-item mapping as the
+stream, and the Harmony channel of assistant items sent back as input.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from openai.types.responses import Response
+from openai_harmony import HarmonyError
+
+from ...core.config import StreamConfig
+from ...core.context import ResponseContext
+from ...core.machine import ResponsesEventMachine
+from ...core.nonstreaming import build_response
+from ...core.sse import format_sse
+
+TERMINAL_TYPES = frozenset(("response.completed", "response.incomplete", "response.failed"))
+INITIAL_EVENTS = 2  # response.created + response.in_progress
+PHASE_CHANNELS = {"commentary": "commentary", "final_answer": "final"}
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready copy of a request field (pydantic models dumped)."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(exclude_none=True)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _response_context(processor: Any) -> ResponseContext:
+    request, sampling = processor.request, processor.sampling_params
+    return ResponseContext(
+        response_id=request.request_id,
+        model=processor.model_name,
+        created_at=float(processor.response_creation_time),
+        tools=_plain(list(getattr(request, "tools", None) or [])),
+        tool_choice=_plain(getattr(request, "tool_choice", "auto")),
+        parallel_tool_calls=bool(getattr(request, "parallel_tool_calls", True)),
+        instructions=getattr(request, "instructions", None),
+        max_output_tokens=getattr(request, "max_output_tokens", None),
+        temperature=getattr(sampling, "temperature", None),
+        top_p=getattr(sampling, "top_p", None),
+    )
+
+
+class HarmonyResponsesStream:
+    """The Harmony event machine of one streamed Responses request.
+
+    The methods take the owning ``ResponsesStreamingProcessor`` (its request, its running
+    ``sequence_number``). The machine holds a Rust parser and is not pickled: the copy a
+    post-processing worker receives builds its own on the first engine response. Per-request
+    state is released with the terminal event.
+    """
+
+    def __init__(self, config: StreamConfig | None = None) -> None:
+        self.config = StreamConfig.from_env() if config is None else config
+        self._machine: ResponsesEventMachine | None = None
+        self._terminal: list[Any] = []
+        self._closed = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_machine"] = None
+        return state
+
+    def initial_responses(self, processor: Any) -> list[str]:
+        """``response.created`` and ``response.in_progress`` as SSE frames (once)."""
+        if self._machine is not None or self._closed:
+            return []
+        return [self._send(processor, event) for event in self._start(processor)]
+
+    def process_output(self, processor: Any, res: Any) -> list[str]:
+        """The SSE frames for one engine response (the terminal event is held back)."""
+        if self._closed:
+            return []
+        machine = self._machine_for(processor, res)
+        output = res.outputs[0]
+        done = bool(res._done)
+        events = machine.feed(
+            list(output.token_ids_diff),
+            finished=done,
+            finish_reason=output.finish_reason if done else None,
+        )
+        if machine.finished and done:
+            # The terminal event goes out from get_final_response*, as before.
+            cut = next((i for i, e in enumerate(events) if e.type in TERMINAL_TYPES), len(events))
+            events, self._terminal = events[:cut], events[cut:]
+        elif machine.finished:
+            # Failed before the engine finished: the stream ends now; nothing follows.
+            self._machine, self._closed = None, True
+        return [self._send(processor, event) for event in events]
+
+    def final_response(
+        self, processor: Any, final_res: Any, num_prompt_tokens: int | None = None
+    ) -> tuple[str, Response | None]:
+        """The terminal SSE frame and the final response; releases the per-request state."""
+        if self._closed:
+            return "", None
+        machine = self._machine_for(processor, final_res)
+        events = self._terminal
+        if not machine.finished:  # the last engine response was not processed here
+            output = final_res.outputs[0]
+            events = machine.feed([], finished=True, finish_reason=output.finish_reason)
+        response = machine.final_response
+        if response is not None and num_prompt_tokens is not None and response.usage:
+            response.usage.input_tokens = num_prompt_tokens
+            response.usage.total_tokens = num_prompt_tokens + response.usage.output_tokens
+        frame = "".join(self._send(processor, event) for event in events)
+        self._machine, self._terminal, self._closed = None, [], True
+        return frame, response
+
+    def _start(self, processor: Any) -> list[Any]:
+        self._machine = ResponsesEventMachine(_response_context(processor), config=self.config)
+        return self._machine.start()
+
+    def _machine_for(self, processor: Any, res: Any) -> ResponsesEventMachine:
+        if self._machine is None:
+            # A copy in a post-processing worker: the server's copy sent the initial events.
+            self._start(processor)
+            processor.sequence_number = max(processor.sequence_number, INITIAL_EVENTS)
+        machine = self._machine
+        assert machine is not None
+        if not machine.context.num_prompt_tokens:
+            machine.context.num_prompt_tokens = len(getattr(res, "prompt_token_ids", None) or ())
+        return machine
+
+    @staticmethod
+    def _send(processor: Any, event: Any) -> str:
+        event.sequence_number = processor.sequence_number
+        processor.sequence_number += 1
+        return format_sse(event)
+
+
+def harmony_output_messages(
+    token_ids: Sequence[int], parse_messages: Callable[[list[int]], list[Any]]
+) -> list[Any]:
+    """The Harmony messages of the output tokens (conversation history); [] if unparsable."""
+    try:
+        return list(parse_messages(list(token_ids)))
+    except (HarmonyError, UnicodeDecodeError, ValueError):  # the items say what was parsed
+        return []
+
+
+def harmony_output_content(
+    token_ids: Sequence[int],
+    finish_reason: str | None,
+    parse_messages: Callable[[list[int]], list[Any]],
+) -> tuple[list[Any], list[Any]]:
+    """Non-streaming output items (as the stream's final response) and the Harmony messages.
+
+    ``parse_messages`` parses the output tokens for the conversation history.
+    """
+    token_ids = list(token_ids)
+    response = build_response(
+        ResponseContext.new(), token_ids, finish_reason or "stop", config=StreamConfig.from_env()
+    )
+    return list(response.output), harmony_output_messages(token_ids, parse_messages)
+
+
+def _item_channel(input_msg: Any) -> str | None:
+    """The Harmony channel of an assistant input item: its phase's, or analysis for reasoning."""
+    item = input_msg if isinstance(input_msg, dict) else getattr(input_msg, "__dict__", {})
+    kind = item.get("type", "message")
+    if kind == "reasoning":
+        return "analysis"
+    if kind != "message" or item.get("role") != "assistant":
+        return None
+    return PHASE_CHANNELS.get(item.get("phase") or "")
+
+
+def with_phase_channel(parse: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a Responses input parser so assistant items render on their phase's channel."""
+
+    @functools.wraps(parse)
+    def parse_with_channel(input_msg: Any, *args: Any, **kwargs: Any) -> Any:
+        message = parse(input_msg, *args, **kwargs)
+        channel = _item_channel(input_msg)
+        if message is not None and channel and getattr(message, "channel", None) is None:
+            message = message.with_channel(channel)
+        return message
+
+    return parse_with_channel

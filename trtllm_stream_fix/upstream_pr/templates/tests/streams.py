@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Run a token list through the event machine with explicit engine responses."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ....core.config import DEFAULT_CONFIG, StreamConfig
+from ....core.context import ResponseContext
+from ....core.machine import ResponsesEventMachine
+from ....core.sse import event_to_dict
+
+
+def run(
+    impl: str,
+    responses: Sequence[Sequence[int]],
+    finish_reason: str = "stop",
+    *,
+    encoding: Any = None,
+    config: StreamConfig = DEFAULT_CONFIG,
+) -> list[dict[str, Any]]:
+    """Events (as dicts) for ``responses``, the last one finished with ``finish_reason``."""
+    if impl != "ours":
+        raise ValueError(f"only the event machine runs here, not {impl!r}")
+    context = ResponseContext.new(response_id="resp_test", created_at=0.0)
+    machine = ResponsesEventMachine(context, config=config, encoding=encoding)
+    events = list(machine.start())
+    for i, diff in enumerate(responses):
+        last = i == len(responses) - 1
+        events += machine.feed(
+            list(diff), finished=last, finish_reason=finish_reason if last else None
+        )
+    return [event_to_dict(e) for e in events]
+
+
+def split(tokens: Sequence[int], size: int) -> list[list[int]]:
+    """``tokens`` as engine responses of ``size`` tokens (one empty response if none)."""
+    return [list(tokens[i : i + size]) for i in range(0, len(tokens), size)] or [[]]
+
+
+def of_type(events: list[dict[str, Any]], suffix: str) -> list[dict[str, Any]]:
+    """The events whose type ends with ``suffix``."""
+    return [e for e in events if e["type"].endswith(suffix)]
+
+
+def text_by_item(events: list[dict[str, Any]]) -> dict[str, str]:
+    """The joined deltas of each item id."""
+    out: dict[str, str] = {}
+    for e in events:
+        if e["type"].endswith(".delta"):
+            out[e["item_id"]] = out.get(e["item_id"], "") + e["delta"]
+    return out
