@@ -27,6 +27,7 @@ _SUPPORT_MODULES = {
     "_streams": "streams",
     "trtllm_stream_fix.checker": "checker",
     "trtllm_stream_fix.checker.responses": "checker",
+    "trtllm_stream_fix.jsonlimits": "jsonlimits",
     "trtllm_stream_fix.testing.synthetic": "synthetic",
     "trtllm_stream_fix.testing.sdk_oracle": "sdk_oracle",
     "trtllm_stream_fix.testing.visible": "visible",
@@ -64,12 +65,12 @@ def upstream_module(name: str) -> str | None:
     return None
 
 
-def _import_target(name: str, in_support: bool) -> str | None:
+def _import_target(name: str, in_tests: bool, in_support: bool) -> str | None:
     target = upstream_module(name)
     if target is not None:
         return target
     support = _SUPPORT_MODULES.get(name)
-    if support is None:
+    if support is None or not in_tests:  # the package never imports test support
         return None
     return f".{support}" if in_support else f".{TEST_SUPPORT}.{support}"
 
@@ -77,7 +78,9 @@ def _import_target(name: str, in_support: bool) -> str | None:
 _FROM = re.compile(r"from\s+(\.*[\w.]*)\s+import\b")
 
 
-def rewrite_imports(text: str, own: str, *, is_package: bool, in_support: bool) -> str:
+def rewrite_imports(
+    text: str, own: str, *, is_package: bool, in_tests: bool, in_support: bool
+) -> str:
     """``text`` with every import of our modules pointing at its upstream place."""
     tree = ast.parse(text)
     lines = text.splitlines(keepends=True)
@@ -96,7 +99,7 @@ def rewrite_imports(text: str, own: str, *, is_package: bool, in_support: bool) 
         source = _absolute(node, own, is_package)
         if source.split(".")[0] not in (OUR_PACKAGE, "_streams"):
             continue
-        target = _import_target(source, in_support)
+        target = _import_target(source, in_tests, in_support)
         if target is None:
             raise ConversionError(
                 f"{own}:{node.lineno}: imports {source}, which has no place upstream"
@@ -149,7 +152,11 @@ def convert(placement: Placement, year: int) -> str:
     own = module_name(placement.source)
     in_support = f"/{TEST_SUPPORT}/" in placement.dest
     text = rewrite_imports(
-        text, own, is_package=placement.source.name == "__init__.py", in_support=in_support
+        text,
+        own,
+        is_package=placement.source.name == "__init__.py",
+        in_tests=placement.dest.startswith("tests/"),
+        in_support=in_support,
     )
     text = text.replace("trtllm_stream_fix.core.", f"{PACKAGE}.")
     if placement.docstring:
