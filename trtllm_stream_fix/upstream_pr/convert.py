@@ -137,6 +137,23 @@ def with_header(text: str, year: int) -> str:
     return HEADER.format(year=year) + text
 
 
+_REPO_REFERENCE = re.compile(
+    r"[ \t]*\(see(?:\s|#:?)*``(?:docs|trtllm_stream_fix|tests|benchmarks)/[^)]*?\)", re.S
+)
+
+
+def strip_repo_references(text: str) -> str:
+    """``text`` without comments' "(see ``docs/…``)" pointers to files of this repository."""
+
+    def drop(match: re.Match[str]) -> str:
+        lines = match.group(0).splitlines()
+        comment = all(line.lstrip().startswith("#") for line in lines[1:])
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        return "" if comment and text[line_start:].lstrip().startswith("#") else match.group(0)
+
+    return _REPO_REFERENCE.sub(drop, text)
+
+
 def leftovers(text: str) -> list[str]:
     """Lines that still name this package (must be none)."""
     return [
@@ -159,6 +176,7 @@ def convert(placement: Placement, year: int) -> str:
         in_support=in_support,
     )
     text = text.replace("trtllm_stream_fix.core.", f"{PACKAGE}.")
+    text = strip_repo_references(text)
     if placement.docstring:
         text = replace_docstring(text, placement.docstring)
     text = with_header(text, year)
