@@ -121,7 +121,7 @@ CASES = [
     ("never finished", lambda c: c.pop(8), True, "finish-missing"),
     (
         "markup in content",
-        lambda c: c[4]["choices"][0]["delta"].update(content="<|channel|>final<|message|>now."),
+        lambda c: c[4]["choices"][0]["delta"].update(content="now.<|end|>"),
         True,
         "markup-leak",
     ),
@@ -201,3 +201,20 @@ def test_allow_and_unknown_allow() -> None:
     assert run(chunks, allow=("usage-total",)).ok
     with pytest.raises(ValueError, match="unknown rule codes"):
         ChatStreamChecker(allow=("nope",))
+
+
+def test_markup_split_over_deltas_is_a_leak() -> None:
+    chunks = valid_chunks()
+    chunks[3]["choices"][0]["delta"]["content"] = "Checking <|e"
+    chunks[4]["choices"][0]["delta"]["content"] = "nd|>now."
+    result = run(chunks)
+    assert result.has("markup-leak"), result.violations
+
+
+def test_literal_special_token_text_is_a_warning() -> None:
+    # A special token inside content is text to the parser: the model wrote it.
+    chunks = valid_chunks()
+    chunks[4]["choices"][0]["delta"]["content"] = "Use <|channel|>final<|message|> literally."
+    result = run(chunks)
+    assert result.ok, result.violations
+    assert any("special-token text" in w for w in result.warnings)

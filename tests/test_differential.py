@@ -74,6 +74,10 @@ def test_check_command_json_shape(capsys):
     for impl in ("ours", "upstream"):
         assert set(summary[impl]) == set(COUNTS)
     assert summary["ours"] == dict.fromkeys(COUNTS, summary["streams"])
+    # Chat Completions over the same outputs and splits, with the same counts as "ours".
+    assert summary["chat"] == dict.fromkeys(COUNTS, summary["streams"])
+    assert set(summary["chat_upstream"]) == set(COUNTS)
+    assert summary["chat_upstream"]["strict_passed"] < summary["streams"]
     assert code == 0
 
 

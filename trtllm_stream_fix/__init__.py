@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Correct OpenAI Responses API streaming for gpt-oss (Harmony) on TensorRT-LLM."""
+"""Correct OpenAI Responses and Chat Completions streaming for gpt-oss (Harmony) on TensorRT-LLM."""
 
+from .core.chat_chunks import format_chat_sse
+from .core.chat_machine import ChatChunkMachine, ChatContext, ChatOptions, build_chat_completion
 from .core.config import StreamConfig
 from .core.context import ResponseContext
 from .core.machine import ResponsesEventMachine
@@ -9,13 +11,18 @@ from .core.sse import SSEEncoder, event_to_dict, format_sse
 from .defaults import edge_defaults
 
 __all__ = [
+    "ChatChunkMachine",
+    "ChatContext",
+    "ChatOptions",
     "ResponseContext",
     "ResponsesEventMachine",
     "SSEEncoder",
     "StreamConfig",
+    "build_chat_completion",
     "build_response",
     "edge_defaults",
     "event_to_dict",
+    "format_chat_sse",
     "format_sse",
 ]
 __version__ = "0.1.0"

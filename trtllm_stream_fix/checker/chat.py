@@ -30,7 +30,7 @@ CHAT_RULES: dict[str, str] = {
     "finish-reason": "finish_reason is stop, length, tool_calls, content_filter or function_call",
     "finish-missing": "every choice ends with a finish_reason",
     "after-finish": "no content, reasoning or tool-call delta after the choice finished",
-    "markup-leak": "no Harmony markup in content or reasoning",
+    "markup-leak": "no Harmony stop marker (<|end|>, <|return|>, <|call|>) in content or reasoning",
     "tool-call-index": "tool-call indexes count 0, 1, ... per choice",
     "tool-call-first": "the first delta of a tool call carries its id and function name",
     "tool-call-identity": "id and name are not changed by later deltas",
@@ -39,6 +39,7 @@ CHAT_RULES: dict[str, str] = {
     "after-done": "nothing follows data: [DONE]",
 }
 
+_STOP_MARKUP = ("<|end|>", "<|return|>", "<|call|>")
 _FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
 
 
@@ -224,8 +225,8 @@ class ChatStreamChecker:
             if not isinstance(value, str):
                 self._violate("schema", f"delta.{key} {value!r} is not a string")
                 continue
-            if "<|" in value and any(m in value for m in MARKUP):
-                self._violate("markup-leak", f"Harmony markup in delta.{key}: {value[:60]!r}")
+            if "<|" in value:
+                self._markup(key, value)
             setattr(state, attr, getattr(state, attr) + value)
         tool_calls = delta.get("tool_calls")
         if tool_calls is not None:
@@ -248,6 +249,14 @@ class ChatStreamChecker:
                 state.finish_reason = reason
             if reason not in _FINISH_REASONS:
                 self._violate("finish-reason", f"unknown finish_reason {reason!r}")
+
+    def _markup(self, key: str, value: str) -> None:
+        # A stop marker ends a message: it is never text the model wrote. Other special
+        # tokens can be literal content (a warning, as for Responses).
+        if any(m in value for m in _STOP_MARKUP):
+            self._violate("markup-leak", f"Harmony markup in delta.{key}: {value[:60]!r}")
+        elif any(m in value for m in MARKUP):
+            self.warnings.append(f"chunk {self._index}: special-token text in delta.{key}")
 
     def _on_tool_call(self, state: ChatChoice, call: Any) -> None:
         if not isinstance(call, Mapping):
@@ -289,6 +298,13 @@ class ChatStreamChecker:
         """End of stream: report a missing ``[DONE]`` or unfinished choices."""
         if not self._finished:
             self._finished = True
+            if "markup-leak" not in self.rules:
+                # Framing split over several deltas shows in the assembled text.
+                for state in self.choices.values():
+                    for key in ("content", "reasoning"):
+                        text = getattr(state, key)
+                        if any(m in text for m in _STOP_MARKUP):
+                            self._violate("markup-leak", f"Harmony markup in the joined {key}")
             if self.error is None:
                 if not self.done:
                     self._violate("done-missing", "stream ended without data: [DONE]")

@@ -222,27 +222,49 @@ def check_main(argv: Sequence[str] | None = None) -> int:
     from rich.progress import Progress
 
     console = Console(stderr=True)
+    from .chat_differential import run_chat_check
+
+    outputs = list(generate_outputs(args.outputs, args.seed))
     with Progress(console=console, transient=args.json) as bar:
         task = bar.add_task("streams", total=args.outputs)
-        count, streams, tallies = run_check(
-            generate_outputs(args.outputs, args.seed), progress=lambda: bar.advance(task)
-        )
+        count, streams, tallies = run_check(outputs, progress=lambda: bar.advance(task))
+        chat_task = bar.add_task("chat streams", total=args.outputs)
+        _, chat_streams, chat = run_chat_check(outputs, progress=lambda: bar.advance(chat_task))
     ours = tallies["ours"]
     perfect = all(value == streams for value in ours.as_counts().values()) and ours.raised == 0
+    chat_ours = chat["ours"]
+    perfect = perfect and chat_ours.raised == 0
+    perfect = perfect and all(v == chat_streams for v in chat_ours.as_counts().values())
     if args.json:
-        summary = {"outputs": count, "streams": streams}
+        summary: dict[str, Any] = {"outputs": count, "streams": streams}
         summary.update({impl: tally.as_counts() for impl, tally in tallies.items()})
+        # Chat Completions over the same outputs and splits: ours, and the older upstream line.
+        summary["chat"] = chat_ours.as_counts()
+        summary["chat_upstream"] = chat["upstream"].as_counts()
         print(json.dumps(summary))
     else:
         _print_table(Console(), count, streams, tallies)
+        _print_table(
+            Console(),
+            count,
+            chat_streams,
+            chat,
+            title="Chat Completions: {count} outputs, {streams} streams per implementation",
+        )
     return 0 if perfect else 1
 
 
-def _print_table(console: Any, count: int, streams: int, tallies: dict[str, Tally]) -> None:
+def _print_table(
+    console: Any,
+    count: int,
+    streams: int,
+    tallies: dict[str, Any],
+    title: str = "{count} outputs, {streams} streams per implementation",
+) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{count} outputs, {streams} streams per implementation")
+    table = Table(title=title.format(count=count, streams=streams))
     table.add_column("count")
     for impl in tallies:
         table.add_column(impl, justify="right")

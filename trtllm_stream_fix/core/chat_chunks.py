@@ -1,0 +1,222 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Chat Completions wire objects: chunks, the finish and usage chunks, errors, SSE framing.
+
+Shapes are ``openai.types.chat`` models built with ``fastmodel.construct`` (the values are
+ours). A chunk's ``choices[0].finish_reason`` is always on the wire (``null`` until the
+finish chunk), as OpenAI sends it; other None fields are left out. ``reasoning`` (or
+``reasoning_content``) is an extra field of the delta and of the message, the field vLLM and
+TensorRT-LLM's ``DeltaMessage`` carry for gpt-oss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionChunk,
+    ChatCompletionMessage,
+    ChatCompletionMessageFunctionToolCall,
+)
+from openai.types.chat.chat_completion import Choice as CompletionChoice
+from openai.types.chat.chat_completion_chunk import (
+    Choice,
+    ChoiceDelta,
+    ChoiceDeltaToolCall,
+    ChoiceDeltaToolCallFunction,
+)
+from openai.types.chat.chat_completion_message_function_tool_call import Function
+from openai.types.completion_usage import CompletionTokensDetails, CompletionUsage
+from openai.types.shared import ErrorObject
+from pydantic import BaseModel
+
+from .fastmodel import construct
+
+_set = object.__setattr__
+
+
+@dataclass(frozen=True, slots=True)
+class ChatHeader:
+    """What every chunk of one completion repeats."""
+
+    completion_id: str
+    model: str
+    created: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChatStreamError:
+    """An error payload (``data: {"error": {...}}``): the OpenAI SDK raises ``APIError`` on it."""
+
+    error: ErrorObject
+
+
+class _Done:
+    """The ``data: [DONE]`` sentinel that ends every stream."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DONE"
+
+
+DONE = _Done()
+Frame = ChatCompletionChunk | ChatStreamError | _Done
+
+
+def _with_extra(model: BaseModel, extra: dict[str, Any]) -> BaseModel:
+    if extra:
+        _set(model, "__pydantic_extra__", extra)
+    return model
+
+
+def _chunk(header: ChatHeader, choices: list[Any], usage: Any = None) -> ChatCompletionChunk:
+    return construct(
+        ChatCompletionChunk,
+        id=header.completion_id,
+        object="chat.completion.chunk",
+        created=header.created,
+        model=header.model,
+        choices=choices,
+        usage=usage,
+    )
+
+
+def _choice(delta: ChoiceDelta, finish_reason: str | None = None) -> Choice:
+    choice = construct(Choice, index=0, delta=delta, finish_reason=finish_reason)
+    choice.__pydantic_fields_set__.add("finish_reason")  # ``null`` on the wire until the end
+    return choice
+
+
+def role_chunk(header: ChatHeader) -> ChatCompletionChunk:
+    """The first chunk: ``delta.role = "assistant"``."""
+    return _chunk(header, [_choice(construct(ChoiceDelta, role="assistant"))])
+
+
+def text_chunk(header: ChatHeader, field: str, text: str) -> ChatCompletionChunk:
+    """A ``content`` delta, or a reasoning delta in the extra field ``field``."""
+    if field == "content":
+        delta = construct(ChoiceDelta, content=text)
+    else:
+        delta = _with_extra(construct(ChoiceDelta), {field: text})
+    return _chunk(header, [_choice(delta)])
+
+
+def tool_call_chunk(
+    header: ChatHeader, index: int, arguments: str, call_id: str | None, name: str | None
+) -> ChatCompletionChunk:
+    """A tool-call delta; the first of a call carries ``id``, ``type`` and the name."""
+    first = call_id is not None
+    call = construct(
+        ChoiceDeltaToolCall,
+        index=index,
+        id=call_id,
+        type="function" if first else None,
+        function=construct(ChoiceDeltaToolCallFunction, name=name, arguments=arguments),
+    )
+    return _chunk(header, [_choice(construct(ChoiceDelta, tool_calls=[call]))])
+
+
+def finish_chunk(header: ChatHeader, finish_reason: str) -> ChatCompletionChunk:
+    """The one chunk that carries ``finish_reason`` (empty delta)."""
+    return _chunk(header, [_choice(construct(ChoiceDelta), finish_reason)])
+
+
+def completion_usage(prompt: int, completion: int, reasoning: int) -> CompletionUsage:
+    return construct(
+        CompletionUsage,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=prompt + completion,
+        completion_tokens_details=construct(CompletionTokensDetails, reasoning_tokens=reasoning),
+    )
+
+
+def usage_chunk(header: ChatHeader, usage: CompletionUsage) -> ChatCompletionChunk:
+    """The ``stream_options.include_usage`` chunk: no choices, the usage."""
+    return _chunk(header, [], usage)
+
+
+def stream_error(message: str, code: str = "server_error") -> ChatStreamError:
+    return ChatStreamError(
+        construct(ErrorObject, message=message, type=code, code=code, param=None)
+    )
+
+
+def completion(
+    header: ChatHeader,
+    *,
+    content: str | None,
+    reasoning: str | None,
+    reasoning_field: str,
+    tool_calls: list[tuple[str, str, str]],
+    finish_reason: str,
+    usage: CompletionUsage,
+) -> ChatCompletion:
+    """The non-streaming ``chat.completion``; ``tool_calls`` are ``(id, name, arguments)``."""
+    calls = [
+        construct(
+            ChatCompletionMessageFunctionToolCall,
+            id=call_id,
+            type="function",
+            function=construct(Function, name=name, arguments=arguments),
+        )
+        for call_id, name, arguments in tool_calls
+    ]
+    message = construct(
+        ChatCompletionMessage, role="assistant", content=content, tool_calls=calls or None
+    )
+    message.__pydantic_fields_set__.add("content")  # ``null`` when the turn has no text
+    if reasoning is not None:
+        _with_extra(message, {reasoning_field: reasoning})
+    choice = construct(
+        CompletionChoice, index=0, message=message, finish_reason=finish_reason, logprobs=None
+    )
+    choice.__pydantic_fields_set__.add("logprobs")
+    return construct(
+        ChatCompletion,
+        id=header.completion_id,
+        object="chat.completion",
+        created=header.created,
+        model=header.model,
+        choices=[choice],
+        usage=usage,
+    )
+
+
+# -- JSON and SSE -----------------------------------------------------------------------------
+
+
+def _fields(value: Any) -> Any:
+    """orjson ``default``: a model's set fields (as ``exclude_unset``) plus its extra fields."""
+    if not isinstance(value, BaseModel):
+        raise TypeError(f"cannot serialise {type(value).__name__}")
+    keep = value.__pydantic_fields_set__
+    fields = {k: v for k, v in value.__dict__.items() if k in keep}
+    extra = value.__pydantic_extra__
+    if extra:
+        fields.update(extra)
+    return fields
+
+
+def to_dict(frame: Any) -> Any:
+    """A JSON-ready value of ``frame`` (``"[DONE]"`` for the sentinel)."""
+    if frame is DONE:
+        return "[DONE]"
+    return orjson.loads(to_json(frame))
+
+
+def to_json(frame: Any) -> str:
+    """``frame`` as compact JSON: a chunk, a completion or an error payload."""
+    if isinstance(frame, ChatStreamError):
+        return orjson.dumps({"error": frame.error}, default=_fields).decode()
+    return orjson.dumps(frame, default=_fields).decode()
+
+
+def format_chat_sse(frame: Any) -> str:
+    """One SSE frame: ``data: <json>\\n\\n`` (``data: [DONE]\\n\\n`` for the sentinel)."""
+    if frame is DONE:
+        return "data: [DONE]\n\n"
+    return f"data: {to_json(frame)}\n\n"

@@ -1,0 +1,303 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Batch-size differential for Chat Completions, for ours and the upstream-equivalent baseline.
+
+Each output is streamed with the same splits as the Responses differential (1, 2, 3, 7, 20
+and random tokens per response). Every stream is judged on four counts: what the client sees
+(deltas of one field joined, ids canonical) equals the 1-token stream (``identical``); the
+OpenAI SDK's chat accumulator accepts it (``sdk_accepted``); the strict chat checker passes
+it (``strict_passed``); the non-streaming completion for the same tokens equals the stream
+joined (``final_matches_stream``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..checker.chat import ChatCheck, ChatStreamChecker
+from ..core import chat_chunks as cc
+from ..core.chat_machine import (
+    DEFAULT_CHAT_OPTIONS,
+    ChatChunkMachine,
+    ChatContext,
+    ChatGenerationError,
+    ChatOptions,
+    build_chat_completion,
+)
+from .chat_oracle import SDKRejected, sdk_accumulate_chat
+from .synthetic import SyntheticOutput, engine_responses
+
+CHAT_IMPLS = ("ours", "upstream")
+CHAT_COUNTS = ("identical", "sdk_accepted", "strict_passed", "final_matches_stream")
+_MODEL = "gpt-oss-20b"
+
+
+def _context(num_prompt_tokens: int = 0) -> ChatContext:
+    return ChatContext(
+        "chatcmpl-differential", _MODEL, 0, num_prompt_tokens=num_prompt_tokens, include_usage=True
+    )
+
+
+def chat_stream(
+    output: SyntheticOutput,
+    split: int | Sequence[int] | random.Random,
+    *,
+    impl: str = "ours",
+    options: ChatOptions = DEFAULT_CHAT_OPTIONS,
+    encoding: Any = None,
+) -> list[Any]:
+    """The JSON payloads of one chat stream of ``output`` (``"[DONE]"`` for the sentinel)."""
+    if impl == "ours":
+        stream: Any = ChatChunkMachine(_context(), options=options, encoding=encoding)
+    elif impl == "upstream":
+        from .chat_baseline import UpstreamChatBaseline
+
+        stream = UpstreamChatBaseline(model=_MODEL, created=0, encoding=encoding)
+    else:
+        raise ValueError(f"unknown implementation {impl!r}; choose from {CHAT_IMPLS}")
+    frames = list(stream.start())
+    for response in engine_responses(output, split):
+        frames.extend(
+            stream.feed(
+                response.token_ids_diff,
+                finished=response.finished,
+                finish_reason=response.finish_reason,
+            )
+        )
+    return [frame if isinstance(frame, (dict, str)) else cc.to_dict(frame) for frame in frames]
+
+
+def chat_nonstreaming(
+    output: SyntheticOutput,
+    *,
+    impl: str = "ours",
+    options: ChatOptions = DEFAULT_CHAT_OPTIONS,
+    encoding: Any = None,
+) -> dict[str, Any]:
+    """The non-streaming body for ``output``: a ``chat.completion`` or ``{"error": ...}``."""
+    if impl == "upstream":
+        from .chat_baseline import upstream_chat_completion
+
+        return upstream_chat_completion(
+            output.delivered, output.finish_reason, model=_MODEL, created=0, encoding=encoding
+        )
+    try:
+        completion = build_chat_completion(
+            _context(), output.delivered, output.finish_reason, options=options, encoding=encoding
+        )
+    except ChatGenerationError as exc:
+        return cc.to_dict(exc.error)
+    return cc.to_dict(completion)
+
+
+def chat_visible(payloads: Iterable[Any]) -> list[tuple[Any, ...]]:
+    """What a client sees: consecutive text of one field (or one call's arguments) joined."""
+    ids: dict[str, str] = {}
+    out: list[tuple[Any, ...]] = []
+
+    def text(kind: str, key: Any, value: str) -> None:
+        if out and out[-1][0] == kind and out[-1][1] == key:
+            out[-1] = (kind, key, out[-1][2] + value)
+        else:
+            out.append((kind, key, value))
+
+    for payload in payloads:
+        if payload == "[DONE]":
+            out.append(("done",))
+            continue
+        if not isinstance(payload, dict):
+            out.append(("junk", repr(payload)))
+            continue
+        if payload.get("error"):
+            error = payload["error"]
+            out.append(("error", error.get("message") if isinstance(error, dict) else error))
+            continue
+        for choice in payload.get("choices") or []:
+            delta = choice.get("delta") or {}
+            if delta.get("role"):
+                out.append(("role", delta["role"]))
+            for key in ("reasoning", "reasoning_content"):
+                if delta.get(key):
+                    text("text", key, delta[key])
+            if delta.get("content"):
+                text("text", "content", delta["content"])
+            for call in delta.get("tool_calls") or []:
+                function = call.get("function") or {}
+                index = call.get("index")
+                if call.get("id") or function.get("name"):
+                    call_id = ids.setdefault(call.get("id") or "", f"<call{len(ids)}>")
+                    out.append(("call", index, call_id, function.get("name"), call.get("type")))
+                if function.get("arguments"):
+                    text("args", index, function["arguments"])
+            if choice.get("finish_reason"):
+                out.append(("finish", choice["finish_reason"]))
+        if payload.get("usage"):
+            out.append(("usage", json.dumps(payload["usage"], sort_keys=True)))
+    return out
+
+
+def check_chat_payloads(payloads: Iterable[Any]) -> ChatCheck:
+    """Run the strict chat checker over JSON payloads."""
+    checker = ChatStreamChecker()
+    for payload in payloads:
+        if payload == "[DONE]":
+            checker.feed_done()
+        else:
+            checker.feed(payload)
+    return checker.finish()
+
+
+def strict_chat_violations(check: ChatCheck) -> list[str]:
+    """Violations; a stream ended by an error payload passes if it is readable and [DONE]-ed."""
+    if check.violations:
+        return check.violations
+    if check.error is not None:
+        if not check.error.get("message"):
+            return ["error payload without a message"]
+        return [] if check.done else ["no [DONE] after the error payload"]
+    return [] if check.ok else ["stream not completed"]
+
+
+def _usage_view(usage: Any) -> tuple[Any, ...] | None:
+    if not isinstance(usage, dict):
+        return None
+    return tuple(usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens"))
+
+
+def stream_view(check: ChatCheck) -> tuple[Any, ...]:
+    """The stream joined (by the checker), in the terms of a non-streaming completion."""
+    if check.error is not None:
+        return ("error", check.error.get("message"))
+    if len(check.choices) != 1:
+        return ("choices", len(check.choices))
+    choice = check.choices[0]
+    return (
+        choice.role,
+        choice.content,
+        choice.reasoning,
+        tuple((call.name, call.arguments) for call in choice.tool_calls),
+        choice.finish_reason,
+        _usage_view(check.usage),
+    )
+
+
+def completion_view(body: dict[str, Any]) -> tuple[Any, ...]:
+    """A non-streaming body in the same terms as ``stream_view``."""
+    if body.get("error"):
+        return ("error", body["error"].get("message"))
+    (choice,) = body["choices"]
+    message = choice["message"]
+    return (
+        message.get("role"),
+        message.get("content") or "",
+        message.get("reasoning") or message.get("reasoning_content") or "",
+        tuple(
+            (call["function"]["name"], call["function"]["arguments"])
+            for call in message.get("tool_calls") or []
+        ),
+        choice.get("finish_reason"),
+        _usage_view(body.get("usage")),
+    )
+
+
+@dataclass
+class ChatTally:
+    """Counts out of ``streams`` for one implementation."""
+
+    identical: int = 0
+    sdk_accepted: int = 0
+    strict_passed: int = 0
+    final_matches_stream: int = 0
+    raised: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def as_counts(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in CHAT_COUNTS}
+
+    def note(self, text: str) -> None:
+        text = " ".join(text.split())
+        if len(self.examples) < 5:
+            self.examples.append(text if len(text) <= 160 else text[:157] + "...")
+
+
+def chat_splits(output: SyntheticOutput) -> list[int | random.Random]:
+    """1 (the reference), 2, 3, 7, 20 and random 1-25 tokens per response."""
+    return [1, 2, 3, 7, 20, random.Random(output.seed * 7919 + 1)]
+
+
+def judge_chat_output(
+    output: SyntheticOutput, impl: str, tally: ChatTally, *, encoding: Any = None
+) -> int:
+    """Stream ``output`` with every split and add the verdicts to ``tally``; returns streams."""
+    splits = chat_splits(output)
+    body = chat_nonstreaming(output, impl=impl, encoding=encoding)
+    expected = completion_view(body)
+    reference: list[tuple[Any, ...]] | None = None
+    for split in splits:
+        label = split if isinstance(split, int) else "random"
+        where = f"seed {output.seed} ({output.name}) split {label}"
+        try:
+            payloads = chat_stream(output, split, impl=impl, encoding=encoding)
+        except Exception as exc:
+            tally.raised += 1
+            tally.note(f"{where}: raised {exc!r}")
+            continue
+        visible = chat_visible(payloads)
+        if reference is None:
+            reference = visible
+        if visible == reference:
+            tally.identical += 1
+        else:
+            tally.note(f"{where}: differs from 1")
+        try:
+            sdk_accumulate_chat(payloads)
+            tally.sdk_accepted += 1
+        except SDKRejected as exc:
+            tally.note(f"{where}: SDK rejects: {exc}")
+        check = check_chat_payloads(payloads)
+        violations = strict_chat_violations(check)
+        if not violations:
+            tally.strict_passed += 1
+        else:
+            tally.note(f"{where}: {violations[0]}")
+        if stream_view(check) == expected:
+            tally.final_matches_stream += 1
+        else:
+            tally.note(f"{where}: stream != non-streaming")
+    return len(splits)
+
+
+def run_chat_check(
+    outputs: Iterable[SyntheticOutput],
+    impls: Sequence[str] = CHAT_IMPLS,
+    progress: Callable[[], None] | None = None,
+    *,
+    encoding: Any = None,
+) -> tuple[int, int, dict[str, ChatTally]]:
+    """``(outputs, streams, tallies)`` over ``outputs`` for each implementation."""
+    tallies = {impl: ChatTally() for impl in impls}
+    count = streams = 0
+    for output in outputs:
+        count += 1
+        n = 0
+        for impl in impls:
+            n = judge_chat_output(output, impl, tallies[impl], encoding=encoding)
+        streams += n
+        if progress:
+            progress()
+    return count, streams, tallies
+
+
+__all__ = [
+    "CHAT_COUNTS",
+    "ChatTally",
+    "chat_nonstreaming",
+    "chat_stream",
+    "chat_visible",
+    "check_chat_payloads",
+    "judge_chat_output",
+    "run_chat_check",
+]
