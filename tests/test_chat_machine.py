@@ -312,3 +312,17 @@ def test_engine_responses_unchanged_by_machine() -> None:
     for r in engine_responses(out, 7):
         frames += machine.feed(r.token_ids_diff, finished=r.finished, finish_reason=r.finish_reason)
     assert [cc.to_dict(f) for f in frames] == chat_stream(out, 7)
+
+
+def test_numpy_token_arrays_give_the_same_stream() -> None:
+    import numpy as np
+
+    text = tokens(PREAMBLE_TOOL)
+    expected = chat_visible(run(text, split=3))
+    for dtype in (np.int32, np.int64, np.uint32):
+        machine = ChatChunkMachine(context())
+        frames = machine.start()
+        for i in range(0, len(text), 3):
+            batch = np.asarray(text[i : i + 3], dtype=dtype)
+            frames += machine.feed(batch, finished=i + 3 >= len(text), finish_reason="stop")
+        assert chat_visible([cc.to_dict(f) for f in frames]) == expected

@@ -127,8 +127,6 @@ class ChatChunkMachine:
         self._key: str | int | None = None
         self._opened_at = 0
         self._recipient: str | None = None
-        self._streamed: list[str] = []
-        self._closed = 0  # messages closed so far: the open one's index in driver.messages
         self._last_kind: _Kind | None = None  # of the last message that ended the turn
         # What the client has received, for the separator and the non-streaming view.
         self._texts: dict[str, list[str]] = {"content": [], options.reasoning_field: []}
@@ -164,23 +162,27 @@ class ChatChunkMachine:
         runs: list[list[Any]] = []
         try:
             driver = self._driver
-            if len(token_ids) == 1 and not finished and driver.is_content_token(token_ids[0]):
+            if not finished and len(token_ids) == 1 and driver.is_content_token(token_ids[0]):
                 # One content token per engine response (stream_interval 1): no facts.
-                self._output_tokens += 1
                 text = driver.content_delta(token_ids[0])
                 if text:
                     self._text(text, runs)
-            elif token_ids:
+            else:
                 facts: list[Fact] = []
-                self._output_tokens += len(token_ids)
                 try:
-                    driver.feed(token_ids, facts)
+                    if len(token_ids):
+                        driver.feed(token_ids, facts)
+                    if finished and finish_reason in _ENGINE_FINISH:
+                        try:
+                            driver.finish(facts)  # same facts: settled text joins the last delta
+                        except TruncatedHeaderError:
+                            pass  # cut inside a header: no message was opened for it
                 finally:
                     self._apply(facts, runs)
-            if finished:
-                self._finish(finish_reason, runs)
+                if finished:
+                    self._finish(finish_reason, runs)
         except HarmonyStreamError as exc:
-            self._output_tokens = exc.token_index + 1
+            self._output_tokens = exc.token_index + 1  # the offending token counts
             self._fail(f"invalid Harmony token sequence: {exc}", runs)
         except _TurnError as exc:
             self._fail(str(exc), runs)
@@ -238,7 +240,6 @@ class ChatChunkMachine:
         key = self._key
         if key is None:
             return
-        self._streamed.append(text)
         if type(key) is int:
             self._calls[key][2].append(text)
         else:
@@ -254,7 +255,6 @@ class ChatChunkMachine:
     def _open(self, fact: MessageOpened, runs: list[list[Any]]) -> None:
         kind = self._classify(fact.channel, fact.recipient, fact.role)
         self._kind, self._recipient, self._opened_at = kind, fact.recipient, fact.at
-        self._streamed = []
         if kind is _Kind.TOOL:
             name = fact.recipient[len(FUNCTION_PREFIX) :]
             if not name:
@@ -273,13 +273,6 @@ class ChatChunkMachine:
 
     def _close(self, fact: MessageClosed, runs: list[list[Any]]) -> None:
         kind = self._kind
-        if fact.partial_utf8 and self._key is not None:
-            # The parser settles an incomplete UTF-8 sequence at the message end: send the rest.
-            streamed = "".join(self._streamed)
-            settled = _message_text(self._driver.messages[self._closed])
-            if len(settled) > len(streamed) and settled.startswith(streamed):
-                self._text(settled[len(streamed) :], runs)
-        self._closed += 1
         if kind is _Kind.REASONING and not self._recipient:
             self._reasoning_tokens += fact.at - self._opened_at
         if kind is not _Kind.NONE:
@@ -309,12 +302,7 @@ class ChatChunkMachine:
     def _finish(self, finish_reason: str | None, runs: list[list[Any]]) -> None:
         if finish_reason not in _ENGINE_FINISH:
             raise _TurnError(f"generation ended with finish reason {finish_reason!r}")
-        facts: list[Fact] = []
-        try:
-            self._driver.finish(facts)
-        except TruncatedHeaderError:
-            pass  # cut inside a header: no message was opened for it
-        self._apply(facts, runs)
+        self._output_tokens = self._driver.tokens_fed
         if finish_reason == "length":
             reason = "length"
         elif self._last_kind is _Kind.TOOL:
@@ -370,10 +358,6 @@ class _Marker:
 
 
 _FINISH, _USAGE, _ERROR = _Marker("finish"), _Marker("usage"), _Marker("error")
-
-
-def _message_text(message: Any) -> str:
-    return "".join(getattr(part, "text", "") for part in message.content)
 
 
 def build_chat_completion(
