@@ -72,11 +72,12 @@ def test_check_command_json_shape(capsys):
     assert summary["outputs"] == 5
     assert summary["streams"] == 5 * 6
     for impl in ("ours", "upstream"):
-        assert set(summary[impl]) == set(COUNTS)
-    assert summary["ours"] == dict.fromkeys(COUNTS, summary["streams"])
+        assert set(summary[impl]) == {*COUNTS, "raised"}
+    perfect = {**dict.fromkeys(COUNTS, summary["streams"]), "raised": 0}
+    assert summary["ours"] == perfect
     # Chat Completions over the same outputs and splits, with the same counts as "ours".
-    assert summary["chat"] == dict.fromkeys(COUNTS, summary["streams"])
-    assert set(summary["chat_upstream"]) == set(COUNTS)
+    assert summary["chat"] == perfect
+    assert set(summary["chat_upstream"]) == {*COUNTS, "raised"}
     assert summary["chat_upstream"]["strict_passed"] < summary["streams"]
     assert code == 0
 

@@ -7,12 +7,16 @@ import argparse
 import asyncio
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 PROG = "trtllm-stream-fix"
 PROTOCOLS = ("responses", "chat", "triton")
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+#: Set to 1 to see the traceback of an unexpected error instead of a one-line message.
+TRACEBACK_ENV = "TRTLLM_STREAM_FIX_TRACEBACK"
 
 
 def _delegate(module: str, function: str, argv: Sequence[str]) -> int:
@@ -30,14 +34,23 @@ def _delegate(module: str, function: str, argv: Sequence[str]) -> int:
 # -- serve -------------------------------------------------------------------------------
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535)")
+    return port
+
+
 def _serve(args: argparse.Namespace, rest: list[str]) -> int:
-    if rest:
-        print(f"{PROG} serve: unrecognized arguments: {' '.join(rest)}", file=sys.stderr)
-        return 2
     import uvicorn
 
     from .core.config import StreamConfig
     from .sim.engine import EngineConfig
+    from .sim.http_server import bind, uvicorn_config
+    from .sim.limits import ServerLimits
     from .sim.server import create_app
 
     try:
@@ -48,6 +61,9 @@ def _serve(args: argparse.Namespace, rest: list[str]) -> int:
             seed=args.seed,
             default_scenario=args.scenario,
         )
+        names = ("max_body_bytes", "max_input_chars", "max_input_tokens", "header_timeout")
+        given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+        limits = ServerLimits(**given)
     except ValueError as exc:
         print(f"{PROG} serve: {exc}", file=sys.stderr)
         return 2
@@ -55,15 +71,28 @@ def _serve(args: argparse.Namespace, rest: list[str]) -> int:
         engine,
         args.generator,
         stream_config=StreamConfig(preambles=args.preambles),
+        limits=limits,
         allow_faults=args.allow_faults,
         models=tuple(args.model or ("gpt-oss-20b", "gpt-oss-120b")),
     )
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        print(f"{PROG} serve: {exc}", file=sys.stderr)
+        return 1
+    port = sock.getsockname()[1]
+    host = f"[{args.host}]" if ":" in args.host else args.host
     print(
         f"simulated gpt-oss server ({args.generator} generator, stream_interval "
-        f"{args.stream_interval}) on http://{args.host}:{args.port}",
+        f"{args.stream_interval}) on http://{host}:{port}",
         file=sys.stderr,
+        flush=True,
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    server = uvicorn.Server(uvicorn_config(app, limits, log_level=args.log_level))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
     return 0
 
 
@@ -82,7 +111,7 @@ def _add_serve(sub: Any) -> None:
         help="stream generator: ours, or the upstream-equivalent baseline",
     )
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=_port, default=8000, help="0 = any free port")
     p.add_argument(
         "--stream-interval",
         type=int,
@@ -112,7 +141,18 @@ def _add_serve(sub: Any) -> None:
         action="store_true",
         help="honour the sim_fault request field (fault injection)",
     )
-    p.add_argument("--log-level", default="info")
+    limits = p.add_argument_group("request and connection limits")
+    limits.add_argument("--max-body-bytes", type=int, help="body size (default 1 MiB; 413)")
+    limits.add_argument(
+        "--max-input-chars", type=int, help="input characters (default 524288; 413)"
+    )
+    limits.add_argument("--max-input-tokens", type=int, help="prompt tokens (default 131072; 400)")
+    limits.add_argument(
+        "--header-timeout",
+        type=float,
+        help="seconds a connection may take to send its request head (default 10)",
+    )
+    p.add_argument("--log-level", choices=LOG_LEVELS, default="info")
 
 
 # -- validate / replay -------------------------------------------------------------------
@@ -166,55 +206,95 @@ async def _validate_async(args: argparse.Namespace, url: str, body: dict[str, An
         return await stream(http, url, body, headers=headers, **kwargs)
 
 
+_SUMMARY_KEYS = (
+    "protocol",
+    "outcome",
+    "ok",
+    "detail",
+    "url",
+    "http_status",
+    "http_body",
+    "request_id",
+    "terminal",
+    "violations",
+    "warnings",
+    "first_text_latency",
+    "total_latency",
+    "bytes_received",
+)
+_HTTP_BODY_SHOWN = 2000
+
+
+def _item_lines(record: Any) -> list[str]:
+    """One line per assembled item (Responses item, chat choice, Triton request)."""
+    if not record.events:
+        return []
+    lines = []
+    for item in record.items:
+        if record.protocol == "chat":
+            label = f"choice {item.get('index')}, finish {item.get('finish_reason')}"
+            text = item.get("content") or item.get("reasoning") or ""
+        elif record.protocol == "triton":
+            label = f"request {item.get('request_id')}: {item.get('state')}"
+            text = item.get("text") or ""
+        else:
+            label = str(item.get("type") or "item")
+            text = item.get("text") or item.get("arguments") or ""
+        lines.append(f"  [{label}] {str(text)[:100]!r}")
+    return lines
+
+
 def _print_record(record: Any, as_json: bool) -> None:
     if as_json:
-        summary = {
-            k: getattr(record, k)
-            for k in (
-                "protocol",
-                "outcome",
-                "ok",
-                "detail",
-                "http_status",
-                "request_id",
-                "terminal",
-                "violations",
-                "warnings",
-                "first_text_latency",
-                "total_latency",
-                "bytes_received",
-            )
-        }
+        summary = {k: getattr(record, k) for k in _SUMMARY_KEYS}
         summary["events"] = len(record.events)
         print(json.dumps(summary, ensure_ascii=False))
         return
     from rich.console import Console
+    from rich.markup import escape
 
-    console = Console()
+    # Everything below but our own markup comes from the server or the record: escaped.
+    console = Console(highlight=False, soft_wrap=True)
     colour = "green" if record.ok else "red"
     console.print(
-        f"[bold {colour}]{record.outcome}[/] ({record.protocol}, "
-        f"{len(record.events)} events, terminal {record.terminal})"
+        f"[bold {colour}]{escape(record.outcome)}[/] ({escape(record.protocol)}, "
+        f"{len(record.events)} events, terminal {escape(str(record.terminal))})"
     )
+    if record.url:
+        console.print(f"url: {escape(record.url)}")
     if record.detail:
-        console.print(f"detail: {record.detail}")
-    for item in record.items:
-        text = item.get("text") or item.get("arguments") or item.get("content") or ""
-        kind = item.get("type") or item.get("finish_reason") or ""
-        console.print(f"  [{kind}] {str(text)[:100]!r}", markup=False)
+        console.print(f"detail: {escape(record.detail)}")
+    if record.http_body:
+        body = record.http_body.strip()
+        more = f" ... ({len(body)} characters)" if len(body) > _HTTP_BODY_SHOWN else ""
+        console.print(f"HTTP body: {escape(body[:_HTTP_BODY_SHOWN])}{more}")
+    for line in _item_lines(record):
+        console.print(escape(line))
     for v in record.violations[:20]:
-        console.print(f"  [red]violation[/] {v}", highlight=False)
+        console.print(f"  [red]violation[/] {escape(v)}")
     if len(record.violations) > 20:
         console.print(f"  ... {len(record.violations) - 20} more violations")
     for w in record.warnings[:5]:
-        console.print(f"  [yellow]warning[/] {w}", highlight=False)
+        console.print(f"  [yellow]warning[/] {escape(w)}")
+    if len(record.warnings) > 5:
+        console.print(f"  ... {len(record.warnings) - 5} more warnings")
 
 
 def _validate(args: argparse.Namespace, rest: list[str]) -> int:
+    import httpx
+
     url, body = _request_body(args)
-    record = asyncio.run(_validate_async(args, url, body))
+    try:
+        record = asyncio.run(_validate_async(args, url, body))
+    except httpx.InvalidURL as exc:
+        print(f"{PROG} validate: invalid URL {url!r}: {exc}", file=sys.stderr)
+        return 2
     if args.save:
-        record.save(args.save)
+        try:
+            record.save(args.save)
+        except OSError as exc:
+            print(f"{PROG} validate: cannot save the record: {exc}", file=sys.stderr)
+            return 2
     _print_record(record, args.json)
     return 0 if record.ok else 1
 
@@ -304,6 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_replay(sub)
     for name, (_, _, text) in _DELEGATES.items():
         sub.add_parser(name, help=text, add_help=False)
+    parser.set_defaults(subcommands=sub.choices)
     return parser
 
 
@@ -317,10 +398,7 @@ def _trtllm_serve_argv(argv: list[str]) -> list[str] | None:
     return None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Console entry point."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+def _dispatch(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     if argv and argv[0] in _DELEGATES:
         module, function, _ = _DELEGATES[argv[0]]
         return _delegate(module, function, argv[1:])
@@ -332,13 +410,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    if args.command != "serve" and rest:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if rest:  # the subcommand's own usage, not the top-level one
+        args.subcommands[args.command].error(f"unrecognized arguments: {' '.join(rest)}")
     handlers = {"serve": _serve, "validate": _validate, "replay": _replay}
+    return handlers[args.command](args, rest)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point: no traceback for an unexpected error unless asked for."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        return handlers[args.command](args, rest)
+        return _dispatch(build_parser(), argv)
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        if os.environ.get(TRACEBACK_ENV) == "1":
+            raise
+        command = f" {argv[0]}" if argv and not argv[0].startswith("-") else ""
+        print(
+            f"{PROG}{command}: unexpected error: {type(exc).__name__}: {exc} "
+            f"(set {TRACEBACK_ENV}=1 to see the traceback)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +93,29 @@ class StreamResult:
             and self.delivered_chars == self.expected_chars
         )
 
+    def reasons(self, first_interval: int) -> list[str]:
+        """Why this stream failed, in words (empty when it did not)."""
+        from .checker.responses import RULES
+
+        out = []
+        if not self.strict_ok:
+            first = self.violations[0] if self.violations else f"outcome {self.outcome}"
+            rule = re.search(r"\[([a-z-]+)\]", first)
+            meaning = RULES.get(rule.group(1), "") if rule else ""
+            meaning = re.sub(r"^§[\d.]+ ", "", meaning)
+            more = f" (+{len(self.violations) - 1} more)" if len(self.violations) > 1 else ""
+            out.append(f"strict checker: {meaning + ' — ' if meaning else ''}{first}{more}")
+        if not self.sdk.ok:
+            out.append(f"OpenAI SDK: {self.sdk.error}")
+        if self.delivered_chars != self.expected_chars:
+            out.append(
+                f"{self.delivered_chars} of {self.expected_chars} text characters reached "
+                "the client"
+            )
+        if not self.identical_to_1:
+            out.append(f"the client saw other events than at interval {first_interval}")
+        return out
+
 
 def _expected_chars(response: dict[str, Any]) -> int:
     total = 0
@@ -160,8 +185,13 @@ def run_demo(
     requests: Sequence[DemoRequest] = DEMO_REQUESTS,
     *,
     max_draft_tokens: int = 0,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> list[StreamResult]:
-    """Stream every request through both generators at every interval."""
+    """Stream every request through both generators at every interval.
+
+    ``progress(done, total, label)`` is called as each stream is judged.
+    """
+    total = 2 * len(intervals) * len(requests)
     results: list[StreamResult] = []
     # The ours server computes the expected (non-streaming) answer for both generators.
     expected: dict[tuple[str, int], int] = {}
@@ -173,6 +203,9 @@ def run_demo(
                 bodies = [r.body(interval) for r in requests]
                 records, answers = asyncio.run(_strict_streams(base_url, bodies))
                 for req, body, record, answer in zip(requests, bodies, records, answers):
+                    if progress is not None:
+                        label = f"{generator} @ stream_interval {interval}: {req.label}"
+                        progress(len(results) + 1, total, label)
                     if generator == "ours":
                         expected[(req.label, interval)] = _expected_chars(answer)
                     events = _payloads(record)
@@ -234,6 +267,7 @@ def _count(value: int, total: int) -> str:
 def print_report(results: Sequence[StreamResult], elapsed: float) -> None:
     """Rich tables: per-request detail, then the summary."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console()
@@ -279,11 +313,13 @@ def print_report(results: Sequence[StreamResult], elapsed: float) -> None:
             _count(row["chars_delivered"], row["chars_expected"]),
         )
     console.print(summary)
-    failures = [r for r in results if r.generator != "ours" and not r.ok]
-    shown = {f.interval: f for f in reversed(failures)}  # first failure per interval
-    for r in shown.values():
-        why = r.sdk.error or (r.violations[0] if r.violations else r.outcome)
-        console.print(f"[dim]upstream, {r.request} @ {r.interval}: {why}[/]")
+    failures = [r for r in results if not r.ok]
+    if failures:
+        console.print("[bold]Why each failing stream failed[/]")
+    for r in failures:
+        console.print(f"[bold]{r.generator}, {escape(r.request)} @ {r.interval}[/]")
+        for reason in r.reasons(columns[0][1]):
+            console.print(f"  - {escape(reason)}", highlight=False)
     ours_ok = all(r.ok for r in results if r.generator == "ours")
     verdict = (
         "[bold green]ours: every stream valid and identical at every interval[/]"
@@ -291,6 +327,24 @@ def print_report(results: Sequence[StreamResult], elapsed: float) -> None:
         else "[bold red]ours: FAILED[/]"
     )
     console.print(f"{verdict}  ({len(results)} streams in {elapsed:.1f} s)")
+
+
+@contextlib.contextmanager
+def _progress_reporter() -> Iterator[Callable[[int, int, str], None]]:
+    """A progress bar on a terminal, one line per stream on stderr otherwise."""
+    if not sys.stderr.isatty():
+        yield lambda done, total, label: print(
+            f"[{done}/{total}] {label}", file=sys.stderr, flush=True
+        )
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("streaming", total=None)
+        yield lambda done, total, label: bar.update(
+            task, completed=done, total=total, description=label
+        )
 
 
 def demo_main(argv: Sequence[str] | None = None) -> int:
@@ -317,7 +371,8 @@ def demo_main(argv: Sequence[str] | None = None) -> int:
         parser.error("--draft-tokens must be >= 0")
 
     started = time.perf_counter()
-    results = run_demo(intervals, max_draft_tokens=args.draft_tokens)
+    with _progress_reporter() as progress:
+        results = run_demo(intervals, max_draft_tokens=args.draft_tokens, progress=progress)
     elapsed = time.perf_counter() - started
     ours_ok = all(r.ok for r in results if r.generator == "ours")
     if args.json:

@@ -74,6 +74,8 @@ Outcome = Literal[
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
 _Stop = Literal["eof", "dropped", "idle_timeout", "deadline_exceeded"]
 _MAX_ERROR_BODY = 64 * 1024
+#: Outcomes where no event stream arrived (no end-of-stream rules apply).
+_NO_STREAM = frozenset({"http_error", "wrong_content_type", "transport_error"})
 
 
 @dataclass
@@ -333,6 +335,8 @@ class StreamSession:
                 f"({self.reader.warning_count} in all)"
             )
         terminal, violations = self._finish_checker(stop)
+        if self._fatal in _NO_STREAM:
+            violations = []  # no event stream to judge: the outcome says why
         rec.terminal = terminal
         rec.violations = violations + self._extra_violations
         if detail:

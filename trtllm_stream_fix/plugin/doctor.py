@@ -17,7 +17,9 @@ import logging
 import os
 import subprocess
 import sys
+import sysconfig
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import ledger, targets
 from .installer import ENV, mode_from_env
@@ -54,6 +56,8 @@ class DoctorReport:
     checks: list[targets.TargetCheck] = field(default_factory=list)
     active_here: bool = False
     worker: dict[str, object] = field(default_factory=dict)
+    #: This package is an editable install (``pip install -e``), which ships no ``.pth``.
+    editable: bool = False
 
     @property
     def ok(self) -> bool:
@@ -62,6 +66,40 @@ class DoctorReport:
             and bool(self.worker.get("active"))
             and all(c.status in ("ok", "not-loaded") for c in self.checks)
         )
+
+    def reasons(self) -> list[str]:
+        """Why the verdict is what it is, each with what to do about it."""
+        out = []
+        if not self.upstream_importable:
+            out.append(
+                "TensorRT-LLM cannot be imported by this interpreter, so there is nothing to "
+                "patch here: run doctor with the Python that runs trtllm-serve"
+            )
+        if self.mode == "off":
+            out.append(f"{ENV} turns the fix off: unset it to enable the fix")
+        if not self.pth_files:
+            why = (
+                "an editable install (pip install -e) does not install it"
+                if self.editable
+                else "it is missing from site-packages"
+            )
+            out.append(
+                f"no .pth hook file ({why}), so worker processes do not load the fix: run "
+                "`trtllm-stream-fix plugin install-pth`"
+            )
+        bad = [c for c in self.checks if c.status not in ("ok", "not-loaded")]
+        if bad:
+            out.append(
+                f"{len(bad)} patch target(s) do not have the expected shape (see above): this "
+                "TensorRT-LLM version is not supported, the fix refused to patch"
+            )
+        if self.upstream_importable and not self.active_here and not bad:
+            out.append("the fix is not active in this interpreter")
+        worker = self.worker
+        if worker and not worker.get("active") and self.pth_files:
+            detail = f" ({worker['error']})" if worker.get("error") else ""
+            out.append(f"a freshly spawned interpreter does not get the fix{detail}")
+        return out
 
     def to_text(self) -> str:
         lines = ["trtllm-stream-fix doctor", "versions:"]
@@ -78,9 +116,24 @@ class DoctorReport:
         state = "yes" if worker.get("active") else "no"
         if worker.get("error"):
             state += f" ({worker['error']})"
+        if not worker:
+            state = "not checked (--no-spawn)"
         lines.append(f"fix active in a freshly spawned interpreter: {state}")
-        lines.append(f"verdict: {'OK' if self.ok else 'NOT ACTIVE EVERYWHERE'}")
+        if self.ok:
+            lines.append(
+                "verdict: OK (active here and in a fresh interpreter, every target as expected)"
+            )
+        else:
+            lines.append("verdict: NOT ACTIVE EVERYWHERE, because:")
+            lines += [f"  - {reason}" for reason in self.reasons()]
         return "\n".join(lines)
+
+
+def is_editable() -> bool:
+    """True if this package runs from a source tree (``pip install -e``), not site-packages."""
+    package = Path(__file__).resolve().parents[1]
+    sites = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
+    return not any(package.is_relative_to(Path(site).resolve()) for site in sites)
 
 
 def _version(names: tuple[str, ...]) -> str:
@@ -150,6 +203,7 @@ def doctor_report(
         upstream_importable=importable,
         checks=[targets.check(t) for t in targets.ALL_TARGETS] if importable else [],
         active_here=importable and is_active(),
+        editable=is_editable(),
     )
     if spawn:
         report.worker = worker_check(prelude=prelude, env=env)
@@ -180,7 +234,9 @@ def doctor_main(argv: list[str] | None = None) -> int:
             },
             "active_here": report.active_here,
             "worker": report.worker,
+            "editable": report.editable,
             "ok": report.ok,
+            "reasons": [] if report.ok else report.reasons(),
         }
         print(json.dumps(data, indent=2))
     else:

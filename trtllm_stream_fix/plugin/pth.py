@@ -77,11 +77,17 @@ def pth_main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=("install-pth", "remove-pth", "show-pth"))
     parser.add_argument("--site-dir", default=None, help="default: this interpreter's purelib")
     args = parser.parse_args(argv)
-    if args.action == "install-pth":
-        print(f"wrote {install_pth(args.site_dir)}")
-    elif args.action == "remove-pth":
-        removed = remove_pth(args.site_dir)
-        print("removed" if removed else "no .pth file found")
-    else:
-        print("\n".join(str(p) for p in installed_pth_paths()) or "no .pth file found")
+    if args.site_dir is not None and not Path(args.site_dir).is_dir():
+        parser.error(f"--site-dir {args.site_dir}: no such directory")
+    try:
+        if args.action == "install-pth":
+            print(f"wrote {install_pth(args.site_dir)}")
+        elif args.action == "remove-pth":
+            removed = remove_pth(args.site_dir)
+            print("removed" if removed else "no .pth file found")
+        else:
+            print("\n".join(str(p) for p in installed_pth_paths()) or "no .pth file found")
+    except OSError as exc:
+        print(f"trtllm-stream-fix plugin {args.action}: {exc}", file=sys.stderr)
+        return 1
     return 0

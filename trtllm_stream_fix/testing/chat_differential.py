@@ -28,6 +28,7 @@ from ..core.chat_machine import (
     build_chat_completion,
 )
 from .chat_oracle import SDKRejected, sdk_accumulate_chat
+from .report import shorten
 from .synthetic import SyntheticOutput, engine_responses
 
 CHAT_IMPLS = ("ours", "upstream")
@@ -220,7 +221,7 @@ class ChatTally:
     def note(self, text: str) -> None:
         text = " ".join(text.split())
         if len(self.examples) < 5:
-            self.examples.append(text if len(text) <= 160 else text[:157] + "...")
+            self.examples.append(shorten(text))
 
 
 def chat_splits(output: SyntheticOutput) -> list[int | random.Random]:

@@ -22,6 +22,7 @@ from ..core.config import DEFAULT_CONFIG, StreamConfig
 from ..core.context import ResponseContext
 from ..core.sse import event_to_dict
 from ..encoding import load_gpt_oss_encoding
+from .report import shorten
 from .sdk_oracle import sdk_accumulate
 from .synthetic import SyntheticOutput, engine_responses, generate_outputs
 from .visible import client_visible
@@ -182,8 +183,9 @@ def judge_output(output: SyntheticOutput, impl: str, tally: Tally, *, encoding: 
 
 
 def _example(tally: Tally, text: str) -> None:
+    """Keep the first five examples, shortened at a word boundary."""
     if len(tally.examples) < 5:
-        tally.examples.append(text if len(text) <= 160 else text[:157] + "...")
+        tally.examples.append(shorten(text))
 
 
 def run_check(
@@ -237,10 +239,10 @@ def check_main(argv: Sequence[str] | None = None) -> int:
     perfect = perfect and all(v == chat_streams for v in chat_ours.as_counts().values())
     if args.json:
         summary: dict[str, Any] = {"outputs": count, "streams": streams}
-        summary.update({impl: tally.as_counts() for impl, tally in tallies.items()})
+        summary.update({impl: _json_counts(tally) for impl, tally in tallies.items()})
         # Chat Completions over the same outputs and splits: ours, and the older upstream line.
-        summary["chat"] = chat_ours.as_counts()
-        summary["chat_upstream"] = chat["upstream"].as_counts()
+        summary["chat"] = _json_counts(chat_ours)
+        summary["chat_upstream"] = _json_counts(chat["upstream"])
         print(json.dumps(summary))
     else:
         _print_table(Console(), count, streams, tallies)
@@ -252,6 +254,11 @@ def check_main(argv: Sequence[str] | None = None) -> int:
             title="Chat Completions: {count} outputs, {streams} streams per implementation",
         )
     return 0 if perfect else 1
+
+
+def _json_counts(tally: Any) -> dict[str, int]:
+    """The counts of ``tally`` plus ``raised`` (the table shows it too)."""
+    return {**tally.as_counts(), "raised": tally.raised}
 
 
 def _print_table(
