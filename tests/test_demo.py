@@ -23,6 +23,16 @@ def test_demo_json_exits_zero_and_shows_the_difference(capsys):
     upstream = rows[("upstream", 20)]
     assert upstream["chars_delivered"] < upstream["chars_expected"] // 2
     assert upstream["strict_ok"] < n and not upstream["all_ok"]
+    # The same requests over /v1/chat/completions.
+    chat = {(r["generator"], r["stream_interval"]): r for r in summary["chat"]}
+    for interval in (1, 20):
+        ours = chat[("ours", interval)]
+        assert ours["streams"] == ours["strict_ok"] == ours["sdk_ok"] == n
+        assert ours["identical_to_interval_1"] == n
+        assert ours["chars_delivered"] == ours["chars_expected"] > 0
+    upstream = chat[("upstream", 20)]
+    assert upstream["chars_delivered"] < upstream["chars_expected"]
+    assert upstream["strict_ok"] == 0 and not upstream["all_ok"]
 
 
 def test_demo_with_draft_tokens_keeps_ours_identical():

@@ -99,7 +99,7 @@ def _serve(args: argparse.Namespace, rest: list[str]) -> int:
 def _add_serve(sub: Any) -> None:
     p = sub.add_parser(
         "serve",
-        help="run a local OpenAI Responses server (simulated gpt-oss engine by default)",
+        help="run a local OpenAI Responses + Chat Completions server (simulated gpt-oss engine)",
         description="Serve POST /v1/responses from the simulated engine, or delegate to "
         "trtllm-serve with the fix installed (--engine trtllm; further arguments go to it).",
     )

@@ -4,8 +4,9 @@
 Starts two local servers in-process (simulated gpt-oss engine; one streams through the
 upstream-equivalent generator, one through ours), streams the same requests at several
 ``stream_interval`` values, checks every stream with the strict checker and with the real
-OpenAI SDK over HTTP, and prints what each client received. Exits 1 if any of our streams
-fails. No GPU, no network.
+OpenAI SDK over HTTP, and prints what each client received; then the same requests over
+``/v1/chat/completions`` (:mod:`.demo_chat`). Exits 1 if any of our streams fails. No GPU,
+no network.
 """
 
 from __future__ import annotations
@@ -370,17 +371,29 @@ def demo_main(argv: Sequence[str] | None = None) -> int:
     if args.draft_tokens < 0:
         parser.error("--draft-tokens must be >= 0")
 
+    from .demo_chat import print_chat_report, run_chat_demo, summarize_chat
+
     started = time.perf_counter()
     with _progress_reporter() as progress:
         results = run_demo(intervals, max_draft_tokens=args.draft_tokens, progress=progress)
+    chat = run_chat_demo(intervals, DEMO_REQUESTS, max_draft_tokens=args.draft_tokens)
     elapsed = time.perf_counter() - started
     ours_ok = all(r.ok for r in results if r.generator == "ours")
+    ours_ok = ours_ok and all(r.ok for r in chat if r.generator == "ours")
     if args.json:
         print(
-            json.dumps({"ok": ours_ok, "seconds": round(elapsed, 2), "summary": summarize(results)})
+            json.dumps(
+                {
+                    "ok": ours_ok,
+                    "seconds": round(elapsed, 2),
+                    "summary": summarize(results),
+                    "chat": summarize_chat(chat),
+                }
+            )
         )
     else:
         print_report(results, elapsed)
+        print_chat_report(chat)
     return 0 if ours_ok else 1
 
 

@@ -2,6 +2,7 @@
 """Local OpenAI Responses server backed by the simulated gpt-oss engine.
 
 ``create_app(engine_config, generator)`` serves ``POST /v1/responses`` (SSE stream or JSON),
+``POST /v1/chat/completions`` (:mod:`.chat`),
 ``GET /v1/models`` and ``GET /health`` (``{"active_streams": n}``). ``generator="ours"``
 streams through :class:`~trtllm_stream_fix.core.machine.ResponsesEventMachine`;
 ``"upstream"`` through the upstream-equivalent baseline, for comparison.
@@ -295,6 +296,19 @@ def create_app(
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
+    from ..core.chat_machine import ChatOptions
+    from .chat import add_chat_routes
+
+    add_chat_routes(
+        app,
+        engine=engine,
+        encoding=encoding,
+        generator=generator,
+        models=models,
+        limits=limits,
+        gauge=gauge,
+        options=ChatOptions(preambles="drop" if stream_config.preambles == "drop" else "content"),
+    )
     return app
 
 

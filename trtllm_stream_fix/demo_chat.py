@@ -1,0 +1,245 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The Chat Completions half of ``trtllm-stream-fix demo``: upstream's older line vs ours.
+
+The demo requests go to ``/v1/chat/completions`` on the two local servers at every interval;
+each stream is checked by the strict chat checker and by the OpenAI SDK over HTTP
+(``client.chat.completions.create(stream=True)`` joined by ``ChatCompletionStreamState``),
+compared with the interval-1 stream, and its characters counted against our non-streaming
+answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .sim.engine import EngineConfig
+from .sim.server import create_app
+from .sim.threaded import serve_in_thread
+from .testing.chat_differential import chat_visible
+
+MODEL = "gpt-oss-20b"
+GENERATORS = ("upstream", "ours")
+
+
+@dataclass
+class ChatStreamResult:
+    """One chat request streamed through one generator at one interval."""
+
+    request: str
+    generator: str
+    interval: int
+    strict_ok: bool
+    violations: list[str]
+    sdk_ok: bool
+    sdk_error: str | None
+    delivered_chars: int
+    expected_chars: int
+    visible: list[Any] = field(repr=False, default_factory=list)
+    identical_to_1: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.strict_ok
+            and self.sdk_ok
+            and self.identical_to_1
+            and self.delivered_chars == self.expected_chars
+        )
+
+
+def _body(label: str, scenario: str, interval: int, max_tokens: int | None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": f"demo: {label}"}],
+        "scenario": scenario,
+        "stream_interval": interval,
+    }
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    return body
+
+
+def _chars(message: dict[str, Any]) -> int:
+    calls = message.get("tool_calls") or []
+    return (
+        len(message.get("content") or "")
+        + len(message.get("reasoning") or "")
+        + sum(len(c["function"]["arguments"]) for c in calls)
+    )
+
+
+def _sdk(base_url: str, body: dict[str, Any]) -> tuple[bool, str | None]:
+    import openai
+    from openai.lib.streaming.chat import ChatCompletionStreamState
+    from openai.types.chat import ChatCompletion
+
+    extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
+    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key="demo", max_retries=0)
+    try:
+        state = ChatCompletionStreamState()
+        stream = client.chat.completions.create(
+            model=body["model"], messages=body["messages"], stream=True, extra_body=extra
+        )
+        for chunk in stream:
+            state.handle_chunk(chunk)
+        snapshot = state.current_completion_snapshot
+        ChatCompletion.model_validate(snapshot.model_dump(mode="json", exclude_unset=True))
+        return True, None
+    except openai.APIError as exc:
+        return False, f"APIError: {exc.message}"
+    except Exception as exc:
+        return False, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+    finally:
+        client.close()
+
+
+async def _streams(base_url: str, bodies: list[dict[str, Any]]) -> list[Any]:
+    import httpx
+
+    from .checker.client import stream_chat
+
+    url = f"{base_url}/v1/chat/completions"
+    async with httpx.AsyncClient(timeout=30.0) as client:
+        return list(
+            await asyncio.gather(
+                *(stream_chat(client, url, b, idle_timeout=20.0, deadline=60.0) for b in bodies)
+            )
+        )
+
+
+def _payloads(record: Any) -> list[Any]:
+    out: list[Any] = []
+    for raw in record.events:
+        data = raw.get("data")
+        if data == "[DONE]":
+            out.append("[DONE]")
+            continue
+        try:
+            out.append(json.loads(data))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def _delivered(payloads: list[Any]) -> int:
+    total = 0
+    for payload in payloads:
+        if not isinstance(payload, dict):
+            continue
+        for choice in payload.get("choices") or []:
+            delta = choice.get("delta") or {}
+            total += len(delta.get("content") or "") + len(delta.get("reasoning") or "")
+            for call in delta.get("tool_calls") or []:
+                total += len((call.get("function") or {}).get("arguments") or "")
+    return total
+
+
+def run_chat_demo(
+    intervals: Sequence[int], requests: Sequence[Any], *, max_draft_tokens: int = 0
+) -> list[ChatStreamResult]:
+    """Stream every demo request over chat through both generators at every interval."""
+    import httpx
+
+    results: list[ChatStreamResult] = []
+    expected: dict[tuple[str, int], int] = {}
+    for generator in ("ours", "upstream"):
+        app = create_app(EngineConfig(max_draft_tokens=max_draft_tokens), generator)
+        with serve_in_thread(app) as base_url:
+            for interval in intervals:
+                bodies = [
+                    _body(r.label, r.scenario, interval, r.max_output_tokens) for r in requests
+                ]
+                records = asyncio.run(_streams(base_url, bodies))
+                for req, body, record in zip(requests, bodies, records):
+                    if generator == "ours":
+                        answer = httpx.post(f"{base_url}/v1/chat/completions", json=body).json()
+                        message = (answer.get("choices") or [{}])[0].get("message") or {}
+                        expected[(req.label, interval)] = _chars(message)
+                    payloads = _payloads(record)
+                    sdk_ok, sdk_error = _sdk(base_url, body)
+                    results.append(
+                        ChatStreamResult(
+                            request=req.label,
+                            generator=generator,
+                            interval=interval,
+                            strict_ok=record.ok,
+                            violations=list(record.violations),
+                            sdk_ok=sdk_ok,
+                            sdk_error=sdk_error,
+                            delivered_chars=_delivered(payloads),
+                            expected_chars=expected[(req.label, interval)],
+                            visible=chat_visible(payloads),
+                        )
+                    )
+    first = {(r.generator, r.request): r.visible for r in results if r.interval == intervals[0]}
+    for r in results:
+        r.identical_to_1 = r.visible == first[(r.generator, r.request)]
+    results.sort(key=lambda r: (GENERATORS.index(r.generator), r.interval))
+    return results
+
+
+def summarize_chat(results: Sequence[ChatStreamResult]) -> list[dict[str, Any]]:
+    """One row per generator x interval."""
+    rows = []
+    keys = sorted(
+        {(r.generator, r.interval) for r in results}, key=lambda k: (GENERATORS.index(k[0]), k[1])
+    )
+    for generator, interval in keys:
+        group = [r for r in results if (r.generator, r.interval) == (generator, interval)]
+        rows.append(
+            {
+                "generator": generator,
+                "stream_interval": interval,
+                "streams": len(group),
+                "strict_ok": sum(r.strict_ok for r in group),
+                "sdk_ok": sum(r.sdk_ok for r in group),
+                "identical_to_interval_1": sum(r.identical_to_1 for r in group),
+                "chars_delivered": sum(r.delivered_chars for r in group),
+                "chars_expected": sum(r.expected_chars for r in group),
+                "all_ok": all(r.ok for r in group),
+            }
+        )
+    return rows
+
+
+def print_chat_report(results: Sequence[ChatStreamResult]) -> None:
+    """Rich table of the chat summary, then one reason per failing upstream interval."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    def count(value: int, total: int) -> str:
+        return f"[{'green' if value == total else 'red'}]{value}/{total}[/]"
+
+    console = Console()
+    rows = summarize_chat(results)
+    table = Table(title="Chat Completions (/v1/chat/completions), same tokens for every interval")
+    for name in ("generator", "interval", "streams", "strict ok", "SDK ok", "same as first"):
+        table.add_column(name, justify="left" if name == "generator" else "right")
+    table.add_column("text chars", justify="right")
+    for row in rows:
+        n = row["streams"]
+        table.add_row(
+            row["generator"],
+            str(row["stream_interval"]),
+            str(n),
+            count(row["strict_ok"], n),
+            count(row["sdk_ok"], n),
+            count(row["identical_to_interval_1"], n),
+            count(row["chars_delivered"], row["chars_expected"]),
+        )
+    console.print(table)
+    shown: dict[int, ChatStreamResult] = {}
+    for r in results:
+        if r.generator != "ours" and not r.ok:
+            shown.setdefault(r.interval, r)
+    for r in shown.values():
+        why = r.violations[0] if r.violations else r.sdk_error or "text lost"
+        console.print(f"[dim]upstream chat, {r.request} @ {r.interval}: {escape(why)}[/]")
+
+
+__all__ = ["ChatStreamResult", "print_chat_report", "run_chat_demo", "summarize_chat"]
