@@ -326,3 +326,14 @@ def test_numpy_token_arrays_give_the_same_stream() -> None:
             batch = np.asarray(text[i : i + 3], dtype=dtype)
             frames += machine.feed(batch, finished=i + 3 >= len(text), finish_reason="stop")
         assert chat_visible([cc.to_dict(f) for f in frames]) == expected
+
+
+@pytest.mark.parametrize("field", ["content", "reasoning", "reasoning_content"])
+def test_fast_text_json_equals_the_models_json(field: str) -> None:
+    import orjson
+
+    header = cc.ChatHeader('chatcmpl-"x"', "gpt-oss-20b", 7)
+    chunk = cc.text_chunk(header, field, 'a "quoted" 🎉\n\\ text')
+    fast = orjson.loads(cc.to_json(chunk))
+    assert fast == chunk.model_dump(mode="json", exclude_unset=True)
+    assert fast == orjson.loads(orjson.dumps(chunk, default=cc._fields))

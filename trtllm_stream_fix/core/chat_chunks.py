@@ -10,6 +10,7 @@ TensorRT-LLM's ``DeltaMessage`` carry for gpt-oss.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,7 @@ from openai.types.completion_usage import CompletionTokensDetails, CompletionUsa
 from openai.types.shared import ErrorObject
 from pydantic import BaseModel
 
-from .fastmodel import construct
+from .fastmodel import construct, construct_complete
 
 _set = object.__setattr__
 
@@ -95,13 +96,43 @@ def role_chunk(header: ChatHeader) -> ChatCompletionChunk:
     return _chunk(header, [_choice(construct(ChoiceDelta, role="assistant"))])
 
 
+_DELTA_NONE = dict.fromkeys(ChoiceDelta.model_fields)
+
+
 def text_chunk(header: ChatHeader, field: str, text: str) -> ChatCompletionChunk:
-    """A ``content`` delta, or a reasoning delta in the extra field ``field``."""
+    """A ``content`` delta, or a reasoning delta in the extra field ``field``.
+
+    The per-token path: the three models are filled from complete dicts (no defaults walk).
+    """
+    values = dict(_DELTA_NONE)
+    delta = construct_complete(ChoiceDelta, values)
     if field == "content":
-        delta = construct(ChoiceDelta, content=text)
+        values["content"] = text
+        _set(delta, "__pydantic_fields_set__", {"content"})
     else:
-        delta = _with_extra(construct(ChoiceDelta), {field: text})
-    return _chunk(header, [_choice(delta)])
+        _set(delta, "__pydantic_fields_set__", set())
+        _set(delta, "__pydantic_extra__", {field: text})
+    choice = construct_complete(
+        Choice, {"delta": delta, "finish_reason": None, "index": 0, "logprobs": None}
+    )
+    _set(choice, "__pydantic_fields_set__", {"delta", "finish_reason", "index"})
+    chunk = construct_complete(
+        ChatCompletionChunk,
+        {
+            "id": header.completion_id,
+            "choices": [choice],
+            "created": header.created,
+            "model": header.model,
+            "object": "chat.completion.chunk",
+            "moderation": None,
+            "obfuscation": None,
+            "service_tier": None,
+            "system_fingerprint": None,
+            "usage": None,
+        },
+    )
+    _set(chunk, "__pydantic_fields_set__", {"id", "choices", "created", "model", "object"})
+    return chunk
 
 
 def tool_call_chunk(
@@ -208,8 +239,45 @@ def to_dict(frame: Any) -> Any:
     return orjson.loads(to_json(frame))
 
 
+@functools.lru_cache(maxsize=4096)
+def _chunk_prefix(completion_id: str, created: int, model: str) -> str:
+    head = orjson.dumps(
+        {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model}
+    ).decode()
+    return head[:-1] + ',"choices":[{"index":0,"delta":{'
+
+
+def _text_json(frame: ChatCompletionChunk) -> str | None:
+    """A one-field text chunk's JSON from a per-completion prefix (the per-token path)."""
+    d = frame.__dict__
+    choices = d["choices"]
+    if d["usage"] is not None or len(choices) != 1 or d["system_fingerprint"] is not None:
+        return None
+    choice = choices[0].__dict__
+    if choice["finish_reason"] is not None or choice["logprobs"] is not None:
+        return None
+    delta = choice["delta"]
+    extra = delta.__pydantic_extra__
+    fields = delta.__pydantic_fields_set__
+    if not fields and extra and len(extra) == 1:
+        ((field, text),) = extra.items()
+    elif fields == {"content"} and not extra:
+        field, text = "content", delta.__dict__["content"]
+    else:
+        return None
+    if type(text) is not str or type(field) is not str:
+        return None
+    prefix = _chunk_prefix(d["id"], d["created"], d["model"])
+    pair = f"{orjson.dumps(field).decode()}:{orjson.dumps(text).decode()}"
+    return f'{prefix}{pair}}},"finish_reason":null}}]}}'
+
+
 def to_json(frame: Any) -> str:
     """``frame`` as compact JSON: a chunk, a completion or an error payload."""
+    if type(frame) is ChatCompletionChunk:
+        text = _text_json(frame)
+        if text is not None:
+            return text
     if isinstance(frame, ChatStreamError):
         return orjson.dumps({"error": frame.error}, default=_fields).decode()
     return orjson.dumps(frame, default=_fields).decode()
