@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from trtllm_stream_fix.cli import main as cli_main
-from trtllm_stream_fix.upstream_pr import check, describe, edits, layout
+from trtllm_stream_fix.upstream_pr import check, convert, describe, edits, layout
 from trtllm_stream_fix.upstream_pr.changeset import SourceTreeError, build
 from trtllm_stream_fix.upstream_pr.detect import UnknownVersionError, detect
-from trtllm_stream_fix.upstream_pr.lint import Tools
+from trtllm_stream_fix.upstream_pr.lint import Tools, find_tools
 
 pytestmark = pytest.mark.cpu_only
 
@@ -260,6 +260,41 @@ def test_cli_reports_a_bad_tree_without_traceback(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "responses_utils.py" in err and "Traceback" not in err
+
+
+def test_new_files_pass_upstreams_ruff_settings(tree, tmp_path):
+    """Regression guard for the core's docstrings: upstream lints them with D, E, F, I, W."""
+    tools = find_tools(tmp_path / "no-pinned-env")  # the ruff of this environment
+    if "ruff" not in tools.bin:
+        pytest.skip("ruff is not installed")
+    change = build(tree, year=2026, tools=tools)
+    out = tmp_path / "new"
+    for path, text in change.new_files.items():
+        (out / path).parent.mkdir(parents=True, exist_ok=True)
+        (out / path).write_text(text)
+    config = out / "ruff.toml"
+    config.write_text(layout.RUFF_SETTINGS)
+    paths = sorted(change.new_files)
+    lint_run = tools.run("ruff", "check", "--no-fix", "--config", str(config), *paths, cwd=out)
+    assert lint_run.returncode == 0, lint_run.stdout[-3000:]
+    fmt = tools.run("ruff", "format", "--check", "--config", str(config), *paths, cwd=out)
+    assert fmt.returncode == 0, fmt.stdout[-3000:]
+
+
+def test_docstrings_with_doubled_backslashes_become_raw_with_the_same_value():
+    src = 'def f():\n    """µs: ``a\\\\nb``."""\n\n\ndef g():\n    """tab\\there"""\n'
+    out = convert.raw_docstrings(src)
+    assert 'r"""µs: ``a\\nb``."""' in out
+    assert '"""tab\\there"""' in out and 'r"""tab' not in out  # another escape: unchanged
+    for name in ("f", "g"):
+        assert ast.get_docstring(_definition(out, name)) == ast.get_docstring(
+            _definition(src, name)
+        )
+
+
+def test_the_baseline_arm_of_the_regression_tests_stays_here():
+    src = 'IMPLS = [\n    "ours",\n    pytest.param("upstream", marks=x),\n]\nOTHER = 1\n'
+    assert convert.drop_baseline_arm(src) == 'IMPLS = ["ours"]\nOTHER = 1\n'
 
 
 # -- real trees ---------------------------------------------------------------------------------

@@ -103,8 +103,11 @@ def request_echo(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def echoed_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
-    """A request tool as a Response echoes it: function tools name every field OpenAI sends
-    (``description``, ``parameters`` and ``strict`` null when not given); others as given."""
+    """A request tool as a Response echoes it.
+
+    Function tools name every field OpenAI sends (``description``, ``parameters`` and
+    ``strict`` null when not given); other tools are echoed as given.
+    """
     if tool.get("type") != "function":
         return dict(tool)
     return {**{k: tool.get(k) for k in _FUNCTION_TOOL_FIELDS}, **tool}

@@ -84,7 +84,8 @@ def benchmark_rows(path: Path = BENCHMARKS) -> str:
         f"CPU time per output token, median of {data.get('runs')} runs "
         f"({machine.get('cpu', '?')}, {machine.get('cores', '?')} cores, Python "
         f"{machine.get('python', '?')}): the real `ResponsesStreamingProcessor` driven as "
-        "`openai_server` drives it, before and with this code."
+        "`openai_server` drives it: before, and with this change's modules patched in at run "
+        "time (the same code as the diff)."
     )
     return "\n".join(lines)
 

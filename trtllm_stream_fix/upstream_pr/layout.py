@@ -82,6 +82,13 @@ max-args = 10
 TITLE_PATTERN = r"^\[(None|[A-Z][A-Z0-9]*-\d+|#\d+|https://nvbugs/\d+)\]\[[a-z0-9]+\] \S.*$"
 
 
+DEFAULTS_DOC = (
+    "What the serving code hands to the sans-IO modules: the encoding, the clock and ids.\n\n"
+    "``edge_defaults()`` gives ``ResponsesEventMachine``'s keyword arguments; the clock travels\n"
+    "with the ``ResponseContext`` (its ``clock`` field).\n"
+)
+
+
 @dataclass(frozen=True)
 class Placement:
     """One of our source files and the path it takes in the TensorRT-LLM tree."""
@@ -98,6 +105,7 @@ def module_placements() -> list[Placement]:
         OURS / "upstream_pr" / "templates" / name for name in ("encoding.py", "processor.py")
     ]
     out = [Placement(path, f"{PACKAGE_DIR}/{path.name}") for path in core + templates]
+    out.append(Placement(OURS / "defaults.py", f"{PACKAGE_DIR}/defaults.py", DEFAULTS_DOC))
     names = [p.dest for p in out]
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:

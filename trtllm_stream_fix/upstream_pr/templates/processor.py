@@ -24,11 +24,14 @@ from ...core.config import StreamConfig
 from ...core.context import ResponseContext
 from ...core.machine import ResponsesEventMachine
 from ...core.nonstreaming import build_response
+from ...core.response import ECHOED_REQUEST_FIELDS, request_echo
 from ...core.sse import format_sse
+from ...defaults import edge_defaults
 
 TERMINAL_TYPES = frozenset(("response.completed", "response.incomplete", "response.failed"))
 INITIAL_EVENTS = 2  # response.created + response.in_progress
 PHASE_CHANNELS = {"commentary": "commentary", "final_answer": "final"}
+_ECHOED = (*ECHOED_REQUEST_FIELDS, "reasoning", "text")
 
 
 def _plain(value: Any) -> Any:
@@ -45,7 +48,7 @@ def _response_context(processor: Any) -> ResponseContext:
     return ResponseContext(
         response_id=request.request_id,
         model=processor.model_name,
-        created_at=float(processor.response_creation_time),
+        created_at=int(processor.response_creation_time),
         tools=_plain(list(getattr(request, "tools", None) or [])),
         tool_choice=_plain(getattr(request, "tool_choice", "auto")),
         parallel_tool_calls=bool(getattr(request, "parallel_tool_calls", True)),
@@ -53,6 +56,7 @@ def _response_context(processor: Any) -> ResponseContext:
         max_output_tokens=getattr(request, "max_output_tokens", None),
         temperature=getattr(sampling, "temperature", None),
         top_p=getattr(sampling, "top_p", None),
+        echo=request_echo({k: _plain(getattr(request, k, None)) for k in _ECHOED}),
     )
 
 
@@ -123,7 +127,9 @@ class HarmonyResponsesStream:
         return frame, response
 
     def _start(self, processor: Any) -> list[Any]:
-        self._machine = ResponsesEventMachine(_response_context(processor), config=self.config)
+        self._machine = ResponsesEventMachine(
+            _response_context(processor), config=self.config, **edge_defaults()
+        )
         return self._machine.start()
 
     def _machine_for(self, processor: Any, res: Any) -> ResponsesEventMachine:
@@ -165,7 +171,11 @@ def harmony_output_content(
     """
     token_ids = list(token_ids)
     response = build_response(
-        ResponseContext.new(), token_ids, finish_reason or "stop", config=StreamConfig.from_env()
+        ResponseContext.new(),
+        token_ids,
+        finish_reason or "stop",
+        config=StreamConfig.from_env(),
+        **edge_defaults(),
     )
     return list(response.output), harmony_output_messages(token_ids, parse_messages)
 
