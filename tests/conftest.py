@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from trtllm_stream_fix.core import fastmodel
 from trtllm_stream_fix.encoding import load_gpt_oss_encoding
+
+
+def pytest_configure(config):
+    # Every model the core builds is validated against its openai class: type errors fail.
+    fastmodel.validating(True)
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Batch-size independence over 1,000 seeded synthetic outputs, and property-based splits."""
+"""Batch-size independence and stream = non-streaming over 1,000 seeded synthetic outputs
+(ordinary and hostile), property-based splits, and every prefix of rich completions."""
 
 from __future__ import annotations
 
@@ -16,11 +17,19 @@ from trtllm_stream_fix.testing.differential import (
     check_main,
     final_matches_stream,
     judge_output,
+    nonstreaming_matches,
+    nonstreaming_response,
     sdk_accepts,
     stream_events,
     strict_passes,
 )
-from trtllm_stream_fix.testing.synthetic import generate_output, generate_outputs
+from trtllm_stream_fix.testing.hostile import HOSTILE_KINDS, hostile_output, mixed_outputs
+from trtllm_stream_fix.testing.synthetic import (
+    SyntheticOutput,
+    generate_output,
+    generate_outputs,
+    named_output,
+)
 from trtllm_stream_fix.testing.visible import client_visible
 
 pytestmark = pytest.mark.cpu_only
@@ -39,7 +48,7 @@ def test_ours_is_batch_size_independent_and_valid(first_seed, encoding):
     """2, 3, 7, 20 and random 1-25 tokens per response equal 1 token per response."""
     tally = Tally()
     streams = 0
-    for output in generate_outputs(CHUNK, seed=first_seed):
+    for output in mixed_outputs(CHUNK, seed=first_seed):
         streams += judge_output(output, "ours", tally, encoding=encoding)
     assert tally.raised == 0, tally.examples
     assert tally.as_counts() == dict.fromkeys(COUNTS, streams), tally.examples
@@ -55,22 +64,27 @@ def test_baseline_is_caught_by_the_same_check(encoding):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10**6), sizes=st.lists(st.integers(0, 30), min_size=1, max_size=40))
-def test_random_splits_of_random_outputs(seed, sizes, encoding):
-    output = generate_output(seed)
+@given(
+    seed=st.integers(0, 10**6),
+    hostile=st.booleans(),
+    sizes=st.lists(st.integers(0, 30), min_size=1, max_size=40),
+)
+def test_random_splits_of_random_outputs(seed, hostile, sizes, encoding):
+    output = hostile_output(seed) if hostile else generate_output(seed)
     reference = stream_events(output, 1, encoding=encoding)
     events = stream_events(output, sizes, encoding=encoding)
     assert client_visible(events) == client_visible(reference)
     assert strict_passes(events)
     assert sdk_accepts(events)
     assert final_matches_stream(events)
+    assert nonstreaming_matches(events, nonstreaming_response(output, encoding=encoding))
 
 
 def test_check_command_json_shape(capsys):
     code = check_main(["--outputs", "5", "--seed", "11", "--json"])
     summary = json.loads(capsys.readouterr().out)
     assert summary["outputs"] == 5
-    assert summary["streams"] == 5 * 6
+    assert summary["streams"] == 5 * 7
     for impl in ("ours", "upstream"):
         assert set(summary[impl]) == {*COUNTS, "raised"}
     perfect = {**dict.fromkeys(COUNTS, summary["streams"]), "raised": 0}
@@ -94,3 +108,39 @@ def test_visible_events_ignore_ids_and_sequence_but_not_text(encoding):
     else:
         pytest.fail("no delta event to alter")
     assert client_visible(a) != client_visible(b)
+
+
+@pytest.mark.parametrize("kind", HOSTILE_KINDS)
+def test_every_hostile_kind_is_handled(kind, encoding):
+    tally = Tally()
+    streams = 0
+    for seed in range(12):
+        streams += judge_output(hostile_output(seed, kind), "ours", tally, encoding=encoding)
+    assert tally.raised == 0, tally.examples
+    assert tally.as_counts() == dict.fromkeys(COUNTS, streams), tally.examples
+
+
+def _prefixes(name: str, step: int) -> list[SyntheticOutput]:
+    full = named_output(name, trimmed=False)
+    return [
+        SyntheticOutput(f"{name}[:{k}]", k, full.generated[:k], reason, False, False)
+        for k in range(0, len(full.generated) + 1, step)
+        for reason in ("stop", "length")
+    ]
+
+
+RICH = ("preamble_tool_call", "reasoning_answer", "multibyte_emoji", "browser_search")
+
+
+@pytest.mark.parametrize(
+    ("name", "step"),
+    [("preamble_tool_call", 7)] + [pytest.param(n, 1, marks=pytest.mark.slow) for n in RICH],
+)
+def test_cuts_at_every_prefix_of_a_rich_completion(name, step, encoding):
+    """Every prefix (every 7th in the default tier), stopped or cut by the token limit."""
+    tally = Tally()
+    streams = 0
+    for output in _prefixes(name, step):
+        streams += judge_output(output, "ours", tally, encoding=encoding)
+    assert tally.raised == 0, tally.examples
+    assert tally.as_counts() == dict.fromkeys(COUNTS, streams), tally.examples

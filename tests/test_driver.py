@@ -135,3 +135,72 @@ def test_public_parser_api_fallback_gives_the_same_facts(encoding, tokens):
         assert a == b
         direct, fallback = HarmonyDriver(encoding), HarmonyDriver(encoding)
         fallback._inner = fallback._parser
+
+
+class _WrongEncoding:
+    """An encoding whose <|message|> id is something else (not o200k_harmony)."""
+
+    name = "not-harmony"
+
+    def __init__(self, real):
+        self._real = real
+
+    def decode_utf8(self, tokens):
+        return "<|oops|>" if tokens == [200008] else self._real.decode_utf8(tokens)
+
+    def stop_tokens(self):
+        return self._real.stop_tokens()
+
+
+def test_hard_coded_token_ids_are_checked_against_the_encoding(encoding):
+    from trtllm_stream_fix.core.harmony_tokens import EncodingMismatchError, vocab_size
+
+    assert vocab_size(encoding) == 201089  # o200k_harmony decodes ids 0..201088
+    with pytest.raises(EncodingMismatchError, match="200008"):
+        vocab_size(_WrongEncoding(encoding))
+
+
+def test_strict_is_passed_explicitly_where_the_parser_takes_it(encoding, monkeypatch):
+    from trtllm_stream_fix.core import harmony_driver
+
+    calls = []
+
+    class Recorder:
+        def __init__(self, *args, **kwargs):
+            calls.append(kwargs)
+
+    monkeypatch.setattr(harmony_driver, "StreamableParser", Recorder)
+    monkeypatch.setattr(harmony_driver, "PARSER_ACCEPTS_STRICT", True)
+    harmony_driver.new_parser(encoding, Role.ASSISTANT, True)
+    assert calls == [{"strict": True}]
+    monkeypatch.setattr(harmony_driver, "PARSER_ACCEPTS_STRICT", False)  # openai-harmony 0.0.4
+    harmony_driver.new_parser(encoding, Role.ASSISTANT, True)
+    assert calls[-1] == {}
+    with pytest.raises(ValueError, match="non-strict"):
+        harmony_driver.new_parser(encoding, Role.ASSISTANT, False)
+
+
+@pytest.mark.parametrize("size", [1, 3, 1000])
+def test_deltas_of_each_message_join_to_the_parser_text(encoding, size):
+    """The fact contract: a message's ContentDelta facts join to exactly its parsed text."""
+    from trtllm_stream_fix.core.harmony_driver import message_text
+    from trtllm_stream_fix.testing.hostile import mixed_outputs
+
+    for output in mixed_outputs(90, seed=5):
+        driver = HarmonyDriver(encoding)
+        facts: list = []
+        try:
+            for batch in batches(list(output.delivered), size):
+                driver.feed(batch, facts)
+            driver.finish(facts)
+        except HarmonyStreamError:
+            continue
+        texts, current = [], None
+        for fact in facts:
+            if isinstance(fact, MessageOpened):
+                current = ""
+            elif isinstance(fact, ContentDelta):
+                current += fact.text
+            else:
+                texts.append(current)
+        assert texts == [message_text(m) for m in driver.messages], output.name

@@ -263,3 +263,35 @@ def test_wire_json_uses_field_aliases():
     )
     wire = json.loads(event_to_json(event))
     assert wire["item"]["async"] is True and "async_" not in wire["item"]
+
+
+def test_validating_mode_is_on_and_rejects_a_part_of_the_wrong_class():
+    from openai.types.responses import ResponseContentPartDoneEvent
+    from openai.types.responses.response_content_part_added_event import PartReasoningText
+
+    from trtllm_stream_fix.core import fastmodel
+
+    assert fastmodel.is_validating()  # turned on by conftest for the whole suite
+    part = fastmodel.construct(PartReasoningText, type="reasoning_text", text="x")
+    with pytest.raises(TypeError, match="ResponseContentPartDoneEvent"):
+        fastmodel.construct(
+            ResponseContentPartDoneEvent,
+            type="response.content_part.done",
+            item_id="rs_1",
+            output_index=0,
+            content_index=0,
+            part=part,
+            sequence_number=0,
+        )
+
+
+def test_reasoning_part_done_is_built_from_the_done_event_part_class(encoding, tokens):
+    from openai.types.responses.response_content_part_done_event import PartReasoningText
+
+    machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding)
+    events = machine.start() + machine.feed(
+        tokens("<|channel|>analysis<|message|>Think.<|end|>"), finished=True, finish_reason="stop"
+    )
+    done = [e for e in events if e.type == "response.content_part.done"]
+    assert len(done) == 1 and type(done[0].part) is PartReasoningText
+    type(done[0]).model_validate(done[0].__dict__)

@@ -291,6 +291,7 @@ class HarmonyDriver:
             self._parser.process_eos()
         except HarmonyError as exc:
             raise TruncatedHeaderError(str(exc), self._tokens_fed) from exc
+        self._messages_stale = True
         if phase is Phase.CONTENT:
             settled = ""
             if self._tokens_fed > self._opened_at:
@@ -300,8 +301,6 @@ class HarmonyDriver:
             elif settled:
                 out.append(ContentDelta(settled))
             out.append(MessageClosed(None, self._tokens_fed, bool(settled)))
-        else:
-            self._messages_stale = True
         return out
 
     # -- internals ------------------------------------------------------------------------

@@ -130,10 +130,10 @@ def _failed_events(context: ResponseContext, message: str, seq: int) -> list[Any
         typed_tools(context.tools),
         [],
         status="failed",
-        error=("internal_error", message),
+        error=("server_error", message),
     )
     return [
-        ev.error(message, "internal_error", seq),
+        ev.error(message, "server_error", seq),
         ev.lifecycle("response.failed", failed, seq + 1),
     ]
 

@@ -378,3 +378,12 @@ class UpstreamBaselineStream:
         response = response.model_copy(update={"output": final_output_items(messages)})
         self.final_response = response
         return ev.lifecycle("response.completed", response, self._next())
+
+
+def upstream_nonstreaming(
+    context: ResponseContext, token_ids: Sequence[int], finish_reason: str | None, *, encoding: Any
+) -> Any:
+    """Upstream's non-streaming response: every token re-parsed at once (raises as it does)."""
+    stream = UpstreamBaselineStream(context, encoding=encoding)
+    stream._tokens = list(token_ids)
+    return stream._completed(finish_reason).response

@@ -1,16 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
 """Batch-size-independence differential check, for ours and the upstream-equivalent baseline.
 
-Each synthetic output is streamed with several splits of its tokens into engine responses.
-Every stream is judged on four counts: its client-visible events equal those at 1 token
-per response (``identical``), the OpenAI SDK accumulator accepts it (``sdk_accepted``), the
-strict checker passes it (``strict_passed``), and its terminal response agrees with the
-streamed items (``final_matches_stream``).
+Each synthetic output (ordinary and hostile, ``hostile.mixed_outputs``) is streamed with
+several splits of its tokens into engine responses, one of them as numpy arrays. Every
+stream is judged on five counts: its client-visible events equal those at 1 token per
+response (``identical``), the OpenAI SDK accumulator accepts it (``sdk_accepted``), the strict
+checker passes it (``strict_passed``), its terminal response agrees with the streamed items
+(``final_matches_stream``), and its terminal response equals the non-streaming response for
+the same tokens, ids and timestamps aside (``nonstreaming_matches``).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import sys
@@ -22,14 +25,22 @@ from ..core.config import DEFAULT_CONFIG, StreamConfig
 from ..core.context import ResponseContext
 from ..core.sse import event_to_dict
 from ..encoding import load_gpt_oss_encoding
+from .hostile import mixed_outputs
 from .report import shorten
 from .sdk_oracle import sdk_accumulate
 from .synthetic import SyntheticOutput, engine_responses, generate_outputs
-from .visible import client_visible
+from .visible import client_visible, comparable_response
 
 IMPLS = ("ours", "upstream")
 FIXED_SPLITS: tuple[int, ...] = (1, 2, 3, 7, 20)
-COUNTS = ("identical", "sdk_accepted", "strict_passed", "final_matches_stream")
+NUMPY_SPLIT = "numpy"  # 5 tokens per response, each batch a numpy int64 array
+COUNTS = (
+    "identical",
+    "sdk_accepted",
+    "strict_passed",
+    "final_matches_stream",
+    "nonstreaming_matches",
+)
 
 
 def make_stream(impl: str, context: ResponseContext, config: StreamConfig, encoding: Any):
@@ -49,7 +60,7 @@ def make_stream(impl: str, context: ResponseContext, config: StreamConfig, encod
 
 def stream_events(
     output: SyntheticOutput,
-    split: int | Sequence[int] | random.Random,
+    split: int | Sequence[int] | random.Random | str,
     *,
     impl: str = "ours",
     context: ResponseContext | None = None,
@@ -58,20 +69,63 @@ def stream_events(
 ) -> list[dict[str, Any]]:
     """All events (as dicts) of one stream of ``output`` split as ``split`` says.
 
-    Raises whatever the generator raises (the baseline can raise; ours must not).
+    ``split`` ``"numpy"`` delivers 5 tokens per response as numpy int64 arrays. Raises
+    whatever the generator raises (the baseline can raise; ours must not).
     """
-    context = context or ResponseContext.new(response_id="resp_differential", created_at=0.0)
+    context = context or _context()
     stream = make_stream(impl, context, config, encoding)
     events = list(stream.start())
+    to_array = None
+    if split == NUMPY_SPLIT:
+        import numpy
+
+        split, to_array = 5, functools.partial(numpy.array, dtype=numpy.int64)
     for response in engine_responses(output, split):
+        tokens = response.token_ids_diff
         events.extend(
             stream.feed(
-                response.token_ids_diff,
+                to_array(tokens) if to_array else tokens,
                 finished=response.finished,
                 finish_reason=response.finish_reason,
             )
         )
     return [event_to_dict(event) for event in events]
+
+
+def _context() -> ResponseContext:
+    return ResponseContext.new(response_id="resp_differential", created_at=0)
+
+
+def nonstreaming_response(
+    output: SyntheticOutput, impl: str = "ours", *, encoding: Any = None
+) -> dict[str, Any] | None:
+    """The non-streaming response for ``output`` (None when the implementation raises)."""
+    if encoding is None:
+        encoding = load_gpt_oss_encoding()
+    context = _context()
+    try:
+        if impl == "ours":
+            from ..core.nonstreaming import build_response
+
+            response = build_response(
+                context, output.delivered, output.finish_reason, encoding=encoding
+            )
+        else:
+            from .baseline import upstream_nonstreaming
+
+            response = upstream_nonstreaming(
+                context, output.delivered, output.finish_reason, encoding=encoding
+            )
+    except Exception:
+        return None
+    return event_to_dict(response)
+
+
+def nonstreaming_matches(events: list[dict[str, Any]], expected: dict[str, Any] | None) -> bool:
+    """The stream's terminal response equals ``expected``, ids and timestamps aside."""
+    if expected is None or not events or "response" not in events[-1]:
+        return False
+    return comparable_response(events[-1]["response"]) == comparable_response(expected)
 
 
 def final_matches_stream(events: list[dict[str, Any]]) -> bool:
@@ -137,6 +191,7 @@ class Tally:
     sdk_accepted: int = 0
     strict_passed: int = 0
     final_matches_stream: int = 0
+    nonstreaming_matches: int = 0
     raised: int = 0
     examples: list[str] = field(default_factory=list)
 
@@ -144,17 +199,18 @@ class Tally:
         return {name: getattr(self, name) for name in COUNTS}
 
 
-def splits_for(output: SyntheticOutput) -> list[int | random.Random]:
-    """1 (the reference), 2, 3, 7, 20 and random 1-25 tokens per response."""
-    return [*FIXED_SPLITS, random.Random(output.seed * 7919 + 1)]
+def splits_for(output: SyntheticOutput) -> list[int | random.Random | str]:
+    """1 (the reference), 2, 3, 7, 20, random 1-25, and 5 as numpy arrays per response."""
+    return [*FIXED_SPLITS, random.Random(output.seed * 7919 + 1), NUMPY_SPLIT]
 
 
 def judge_output(output: SyntheticOutput, impl: str, tally: Tally, *, encoding: Any = None) -> int:
     """Stream ``output`` with every split and add the verdicts to ``tally``; returns streams."""
     reference: list[dict[str, Any]] | None = None
     splits = splits_for(output)
+    expected = nonstreaming_response(output, impl, encoding=encoding)
     for split in splits:
-        label = split if isinstance(split, int) else "random"
+        label = split if isinstance(split, (int, str)) else "random"
         try:
             events = stream_events(output, split, impl=impl, encoding=encoding)
         except Exception as exc:
@@ -179,6 +235,10 @@ def judge_output(output: SyntheticOutput, impl: str, tally: Tally, *, encoding: 
             _example(tally, f"seed {output.seed} ({output.name}) split {label}: {violations[0]}")
         if final_matches_stream(events):
             tally.final_matches_stream += 1
+        if nonstreaming_matches(events, expected):
+            tally.nonstreaming_matches += 1
+        else:
+            _example(tally, f"seed {output.seed} ({output.name}) split {label}: != non-streaming")
     return len(splits)
 
 
@@ -210,8 +270,9 @@ def check_main(argv: Sequence[str] | None = None) -> int:
     """``trtllm-stream-fix check``: the differential check at scale."""
     parser = argparse.ArgumentParser(
         prog="trtllm-stream-fix check",
-        description="Stream seeded synthetic gpt-oss outputs at 1, 2, 3, 7, 20 and random "
-        "tokens per response through ours and the upstream-equivalent baseline.",
+        description="Stream seeded synthetic gpt-oss outputs (ordinary and hostile) at 1, 2, "
+        "3, 7, 20, random and numpy-array batches of tokens per response through ours and the "
+        "upstream-equivalent baseline, and compare each with the non-streaming response.",
     )
     parser.add_argument("--outputs", type=int, default=200, help="synthetic outputs (default 200)")
     parser.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
@@ -226,12 +287,16 @@ def check_main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=True)
     from .chat_differential import run_chat_check
 
-    outputs = list(generate_outputs(args.outputs, args.seed))
+    outputs = list(mixed_outputs(args.outputs, args.seed))
+    # The chat check keeps the ordinary outputs (its baseline raises on hostile ones).
+    chat_outputs = list(generate_outputs(args.outputs, args.seed))
     with Progress(console=console, transient=args.json) as bar:
         task = bar.add_task("streams", total=args.outputs)
         count, streams, tallies = run_check(outputs, progress=lambda: bar.advance(task))
         chat_task = bar.add_task("chat streams", total=args.outputs)
-        _, chat_streams, chat = run_chat_check(outputs, progress=lambda: bar.advance(chat_task))
+        _, chat_streams, chat = run_chat_check(
+            chat_outputs, progress=lambda: bar.advance(chat_task)
+        )
     ours = tallies["ours"]
     perfect = all(value == streams for value in ours.as_counts().values()) and ours.raised == 0
     chat_ours = chat["ours"]

@@ -159,7 +159,7 @@ class SyntheticOutput:
     name: str  # scenario kind (random outputs) or fixture name (named outputs)
     seed: int
     generated: tuple[int, ...]  # every generated token, stop token included when there is one
-    finish_reason: Literal["stop", "length"]
+    finish_reason: str | None  # "stop" or "length"; hostile outputs use any engine reason
     stop_token_trimmed: bool  # the trailing <|return|>/<|call|> is not delivered
     malformed: bool  # the Harmony parser rejects a token of ``generated``
 
