@@ -184,13 +184,21 @@ def test_strict_is_passed_explicitly_where_the_parser_takes_it(encoding, monkeyp
 def test_deltas_of_each_message_join_to_the_parser_text(encoding, size):
     """The fact contract: a message's ContentDelta facts join to exactly its parsed text."""
     from trtllm_stream_fix.core.harmony_driver import message_text
-    from trtllm_stream_fix.testing.hostile import mixed_outputs
 
-    for output in mixed_outputs(90, seed=5):
+    byte = {bytes(encoding._inner.decode_bytes([t])): t for t in range(256)}
+    head = encoding.encode("<|channel|>final<|message|>ab", allowed_special="all")
+    word = encoding.encode(" word", allowed_special="all")
+    broken = [
+        head + [byte[bytes([b])]] + word + end
+        for b in (0x80, 0xC3, 0xE2, 0xF0, 0xFF)
+        for end in ([], [200007])
+    ]
+    cases = [list(o.delivered) for o in generate_outputs(60, seed=5)] + broken
+    for token_ids in cases:
         driver = HarmonyDriver(encoding)
         facts: list = []
         try:
-            for batch in batches(list(output.delivered), size):
+            for batch in batches(token_ids, size):
                 driver.feed(batch, facts)
             driver.finish(facts)
         except HarmonyStreamError:
@@ -203,4 +211,4 @@ def test_deltas_of_each_message_join_to_the_parser_text(encoding, size):
                 current += fact.text
             else:
                 texts.append(current)
-        assert texts == [message_text(m) for m in driver.messages], output.name
+        assert texts == [message_text(m) for m in driver.messages], token_ids
