@@ -15,6 +15,7 @@ from trtllm_stream_fix.testing.chat_differential import (
     check_chat_payloads,
     run_chat_check,
 )
+from trtllm_stream_fix.testing.hostile import hostile_output
 from trtllm_stream_fix.testing.synthetic import NAMED_SCENARIOS, generate_outputs, named_output
 from trtllm_stream_fix.testing.token_soup import STRATEGIES, fuzz_outputs
 
@@ -40,6 +41,10 @@ def test_fuzz_outputs_perfect() -> None:
     outputs = list(fuzz_outputs(40))
     assert {o.name for o in outputs} == {f"fuzz:{s}" for s in STRATEGIES}
     assert_perfect(outputs)
+
+
+def test_hostile_outputs_perfect() -> None:
+    assert_perfect([hostile_output(seed) for seed in range(0, 60, 3)])
 
 
 @pytest.mark.slow

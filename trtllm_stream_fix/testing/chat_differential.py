@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """Batch-size differential for Chat Completions, for ours and the upstream-equivalent baseline.
 
-Each output is streamed with the same splits as the Responses differential (1, 2, 3, 7, 20
-and random tokens per response). Every stream is judged on four counts: what the client sees
-(deltas of one field joined, ids canonical) equals the 1-token stream (``identical``); the
-OpenAI SDK's chat accumulator accepts it (``sdk_accepted``); the strict chat checker passes
-it (``strict_passed``); the non-streaming completion for the same tokens equals the stream
-joined (``final_matches_stream``).
+Each output is streamed with the same splits as the Responses differential (1, 2, 3, 7, 20,
+random tokens per response, and numpy batches). Every stream is judged on the same five
+counts: what the client sees (deltas of one field joined, ids canonical) equals the 1-token
+stream (``identical``); the OpenAI SDK's chat accumulator accepts it (``sdk_accepted``); the
+strict chat checker passes it (``strict_passed``); the SDK's accumulated completion equals
+the checker's assembly of the stream (``final_matches_stream``); the non-streaming
+completion for the same tokens equals the stream joined (``nonstreaming_matches``).
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from ..core.chat_machine import (
     ChatOptions,
     build_chat_completion,
 )
-from .chat_oracle import SDKRejected, sdk_accumulate_chat
+from .chat_oracle import SDKRejected, SDKResult, sdk_accumulate_chat
+from .differential import COUNTS, NUMPY_SPLIT, splits_for
 from .report import shorten
 from .synthetic import SyntheticOutput, engine_responses
 
 CHAT_IMPLS = ("ours", "upstream")
-CHAT_COUNTS = ("identical", "sdk_accepted", "strict_passed", "final_matches_stream")
+CHAT_COUNTS = COUNTS
 _MODEL = "gpt-oss-20b"
 
 
@@ -44,7 +46,7 @@ def _context(num_prompt_tokens: int = 0) -> ChatContext:
 
 def chat_stream(
     output: SyntheticOutput,
-    split: int | Sequence[int] | random.Random,
+    split: int | Sequence[int] | random.Random | str,
     *,
     impl: str = "ours",
     options: ChatOptions = DEFAULT_CHAT_OPTIONS,
@@ -60,10 +62,18 @@ def chat_stream(
     else:
         raise ValueError(f"unknown implementation {impl!r}; choose from {CHAT_IMPLS}")
     frames = list(stream.start())
+    as_array = split == NUMPY_SPLIT
+    if as_array:
+        import numpy as np
+
+        split = 5
     for response in engine_responses(output, split):
+        tokens: Any = response.token_ids_diff
+        if as_array:
+            tokens = np.asarray(tokens, dtype=np.int64)
         frames.extend(
             stream.feed(
-                response.token_ids_diff,
+                tokens,
                 finished=response.finished,
                 finish_reason=response.finish_reason,
             )
@@ -185,6 +195,13 @@ def stream_view(check: ChatCheck) -> tuple[Any, ...]:
     )
 
 
+def sdk_view(result: SDKResult) -> tuple[Any, ...]:
+    """The SDK's accumulated stream in the same terms as ``stream_view``."""
+    if result.error is not None:
+        return ("error", result.error)
+    return completion_view(result.completion or {"choices": [{"message": {}}]})
+
+
 def completion_view(body: dict[str, Any]) -> tuple[Any, ...]:
     """A non-streaming body in the same terms as ``stream_view``."""
     if body.get("error"):
@@ -212,6 +229,7 @@ class ChatTally:
     sdk_accepted: int = 0
     strict_passed: int = 0
     final_matches_stream: int = 0
+    nonstreaming_matches: int = 0
     raised: int = 0
     examples: list[str] = field(default_factory=list)
 
@@ -224,21 +242,20 @@ class ChatTally:
             self.examples.append(shorten(text))
 
 
-def chat_splits(output: SyntheticOutput) -> list[int | random.Random]:
-    """1 (the reference), 2, 3, 7, 20 and random 1-25 tokens per response."""
-    return [1, 2, 3, 7, 20, random.Random(output.seed * 7919 + 1)]
-
-
 def judge_chat_output(
     output: SyntheticOutput, impl: str, tally: ChatTally, *, encoding: Any = None
 ) -> int:
     """Stream ``output`` with every split and add the verdicts to ``tally``; returns streams."""
-    splits = chat_splits(output)
-    body = chat_nonstreaming(output, impl=impl, encoding=encoding)
-    expected = completion_view(body)
+    splits = splits_for(output)
+    try:
+        expected: tuple[Any, ...] = completion_view(
+            chat_nonstreaming(output, impl=impl, encoding=encoding)
+        )
+    except Exception as exc:  # the baseline's non-streaming path can raise
+        expected = ("raised", repr(exc))
     reference: list[tuple[Any, ...]] | None = None
     for split in splits:
-        label = split if isinstance(split, int) else "random"
+        label = split if isinstance(split, (int, str)) else "random"
         where = f"seed {output.seed} ({output.name}) split {label}"
         try:
             payloads = chat_stream(output, split, impl=impl, encoding=encoding)
@@ -253,19 +270,24 @@ def judge_chat_output(
             tally.identical += 1
         else:
             tally.note(f"{where}: differs from 1")
+        check = check_chat_payloads(payloads)
+        joined = stream_view(check)
         try:
-            sdk_accumulate_chat(payloads)
+            sdk = sdk_accumulate_chat(payloads)
             tally.sdk_accepted += 1
+            if sdk_view(sdk) == joined:
+                tally.final_matches_stream += 1
+            else:
+                tally.note(f"{where}: SDK completion != the stream joined")
         except SDKRejected as exc:
             tally.note(f"{where}: SDK rejects: {exc}")
-        check = check_chat_payloads(payloads)
         violations = strict_chat_violations(check)
         if not violations:
             tally.strict_passed += 1
         else:
             tally.note(f"{where}: {violations[0]}")
-        if stream_view(check) == expected:
-            tally.final_matches_stream += 1
+        if joined == expected:
+            tally.nonstreaming_matches += 1
         else:
             tally.note(f"{where}: stream != non-streaming")
     return len(splits)

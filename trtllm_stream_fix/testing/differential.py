@@ -28,7 +28,7 @@ from ..encoding import load_gpt_oss_encoding
 from .hostile import mixed_outputs
 from .report import shorten
 from .sdk_oracle import sdk_accumulate
-from .synthetic import SyntheticOutput, engine_responses, generate_outputs
+from .synthetic import SyntheticOutput, engine_responses
 from .visible import client_visible, comparable_response
 
 IMPLS = ("ours", "upstream")
@@ -288,15 +288,11 @@ def check_main(argv: Sequence[str] | None = None) -> int:
     from .chat_differential import run_chat_check
 
     outputs = list(mixed_outputs(args.outputs, args.seed))
-    # The chat check keeps the ordinary outputs (its baseline raises on hostile ones).
-    chat_outputs = list(generate_outputs(args.outputs, args.seed))
     with Progress(console=console, transient=args.json) as bar:
         task = bar.add_task("streams", total=args.outputs)
         count, streams, tallies = run_check(outputs, progress=lambda: bar.advance(task))
         chat_task = bar.add_task("chat streams", total=args.outputs)
-        _, chat_streams, chat = run_chat_check(
-            chat_outputs, progress=lambda: bar.advance(chat_task)
-        )
+        _, chat_streams, chat = run_chat_check(outputs, progress=lambda: bar.advance(chat_task))
     ours = tallies["ours"]
     perfect = all(value == streams for value in ours.as_counts().values()) and ours.raised == 0
     chat_ours = chat["ours"]
