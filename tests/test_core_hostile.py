@@ -281,3 +281,35 @@ def test_9_lifecycle_misuse_raises_and_nothing_follows_done(encoding, tokens):
     assert machine.fail("late") == []
     with pytest.raises(LifecycleError):
         machine.start()
+
+
+# The core is sans-IO: no file system, environment, clock or random source of its own.
+
+IMPURE = frozenset(("os", "time", "uuid", "random", "pathlib", "tempfile", "secrets"))
+# ResponseContext.new (a fresh resp_ id, the current time) and its default clock are the one
+# convenience left in the core; the machine and the non-streaming builder take them as given.
+# The chat machine still loads a default encoding itself (``from ..encoding``) when none is
+# given; the Responses machine and build_response require one.
+IMPURE_ALLOWED = {"context.py": {"time", "uuid"}, "chat_machine.py": {"<outside core>"}}
+
+
+def test_core_modules_import_no_file_system_env_clock_or_random():
+    import ast
+    from pathlib import Path
+
+    import trtllm_stream_fix.core as core
+
+    found = {}
+    for path in sorted(Path(core.__file__).parent.glob("*.py")):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+            elif isinstance(node, ast.ImportFrom) and node.level > 1:
+                names.add("<outside core>")  # ``from ..x import``: an edge module
+        bad = (names & (IMPURE | {"<outside core>"})) - IMPURE_ALLOWED.get(path.name, set())
+        if bad:
+            found[path.name] = sorted(bad)
+    assert found == {}

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, get_args
@@ -29,13 +28,14 @@ class StreamConfig:
     length_terminal: LengthTerminal = "incomplete"
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> StreamConfig:
+    def from_env(cls, environ: Mapping[str, str]) -> StreamConfig:
         """Options from ``TRTLLM_STREAM_FIX_PREAMBLES`` / ``TRTLLM_STREAM_FIX_LENGTH_TERMINAL``.
 
+        ``environ`` is handed in by the edge (``os.environ``): the core reads no environment.
         Unset means the default; any other value than the allowed ones is a ``ValueError``
         naming the variable and the choices.
         """
-        env = os.environ if environ is None else environ
+        env = environ
         return cls(
             preambles=_choice(env, PREAMBLES_ENV, Preambles, cls.preambles),
             length_terminal=_choice(env, LENGTH_TERMINAL_ENV, LengthTerminal, cls.length_terminal),

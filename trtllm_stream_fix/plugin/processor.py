@@ -15,6 +15,7 @@ is submitted, before any token is processed.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, ClassVar
 
 from tensorrt_llm.serve import responses_utils as _responses_utils
@@ -52,7 +53,7 @@ class FixedResponsesStreamingProcessor(_UpstreamProcessor):
     __trtllm_stream_fix__: ClassVar[bool] = True
     # Upstream-parity switches from TRTLLM_STREAM_FIX_PREAMBLES / _LENGTH_TERMINAL; a bad
     # value fails the patch (fatal under TRTLLM_STREAM_FIX=require).
-    stream_config: ClassVar[StreamConfig] = StreamConfig.from_env()
+    stream_config: ClassVar[StreamConfig] = StreamConfig.from_env(os.environ)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

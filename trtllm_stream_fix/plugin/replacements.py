@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -45,9 +46,9 @@ def create_output_content_harmony(
 ) -> Callable[..., Any]:
     """``_create_output_content_harmony(final_res) -> (items, messages)`` built by our mapper.
 
-    ``config`` defaults to ``StreamConfig.from_env()``, as the streaming processor's does.
+    ``config`` defaults to ``StreamConfig.from_env(os.environ)``, as the streaming processor's does.
     """
-    config = StreamConfig.from_env() if config is None else config
+    config = StreamConfig.from_env(os.environ) if config is None else config
 
     def _create_output_content_harmony(final_res: Any) -> tuple[list[Any], list[Any]]:
         output = final_res.outputs[0]

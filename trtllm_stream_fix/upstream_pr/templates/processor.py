@@ -14,6 +14,7 @@ stream, and the Harmony channel of assistant items sent back as input.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -70,7 +71,7 @@ class HarmonyResponsesStream:
     """
 
     def __init__(self, config: StreamConfig | None = None) -> None:
-        self.config = StreamConfig.from_env() if config is None else config
+        self.config = StreamConfig.from_env(os.environ) if config is None else config
         self._machine: ResponsesEventMachine | None = None
         self._terminal: list[Any] = []
         self._closed = False
@@ -174,7 +175,7 @@ def harmony_output_content(
         ResponseContext.new(),
         token_ids,
         finish_reason or "stop",
-        config=StreamConfig.from_env(),
+        config=StreamConfig.from_env(os.environ),
         **edge_defaults(),
     )
     return list(response.output), harmony_output_messages(token_ids, parse_messages)
