@@ -33,6 +33,8 @@ NAMES = [
     (openai_server, "ResponsesStreamingProcessor"),
     (responses_utils, "_create_output_content_harmony"),
     (responses_utils, "_parse_response_input"),
+    (responses_utils, "guard_responses_stream"),
+    (openai_server, "guard_responses_stream"),
 ]
 
 
@@ -51,14 +53,14 @@ def clean(monkeypatch):
 def test_install_patches_every_ledger_target_and_uninstall_restores_the_same_objects():
     before = _snapshot()
     report = install()
-    assert [o.status for o in report.outcomes] == ["patched"] * 4
+    assert [o.status for o in report.outcomes] == ["patched"] * len(NAMES)
     after = _snapshot()
     assert all(a is not b for a, b in zip(after, before))
     assert after[0] is after[1]  # both bindings name one class
     assert issubclass(after[0], before[0])
     assert install_mod.is_active()
     restored = uninstall()
-    assert [o.status for o in restored.outcomes] == ["restored"] * 4
+    assert [o.status for o in restored.outcomes] == ["restored"] * len(NAMES)
     assert all(a is b for a, b in zip(_snapshot(), before))
     assert not install_mod.is_active()
 
@@ -93,7 +95,9 @@ def test_shapes_of_the_standin_match_the_recorded_reference():
     assert [c.describe() for c in checks if not c.ok] == []
 
 
-def test_shape_mismatch_refuses_the_patch_set_and_logs_one_clear_line(monkeypatch, caplog):
+def test_shape_mismatch_refuses_every_set_of_the_group_and_logs_one_clear_line(monkeypatch, caplog):
+    """Defect 2: a refused streaming set must not leave the other Responses sets applied."""
+
     def process_single_output(self, res, finished):  # an upstream that changed shape
         return []
 
@@ -106,8 +110,8 @@ def test_shape_mismatch_refuses_the_patch_set_and_logs_one_clear_line(monkeypatc
     statuses = {o.target: o.status for o in report.outcomes}
     assert statuses["tensorrt_llm.serve.responses_utils.ResponsesStreamingProcessor"] == "refused"
     assert statuses["tensorrt_llm.serve.openai_server.ResponsesStreamingProcessor"] == "refused"
-    assert statuses["tensorrt_llm.serve.responses_utils._parse_response_input"] == "patched"
-    assert _snapshot()[:2] == before[:2]  # upstream streaming untouched
+    assert set(statuses.values()) == {"refused"}  # all or nothing across the group
+    assert _snapshot() == before  # upstream untouched, no half-patched server
     lines = [r.getMessage() for r in caplog.records if "not patching" in r.getMessage()]
     assert len(lines) == 1
     assert "ResponsesStreamingProcessor.process_single_output" in lines[0]
@@ -122,7 +126,33 @@ def test_missing_target_is_refused(monkeypatch):
     assert statuses["tensorrt_llm.serve.responses_utils._create_output_content_harmony"] == (
         "refused"
     )
+    assert statuses["tensorrt_llm.serve.responses_utils.ResponsesStreamingProcessor"] == ("refused")
     assert "no attribute" in report.failed[0].detail
+    assert "_parse_output_tokens" in install_mod.last_refusals()["responses"]
+
+
+def test_993c0eec_final_response_shape_is_recorded_and_installs(monkeypatch):
+    """Defect 2: 993c0eec's ``get_final_response(self, final_res, num_prompt_tokens=None)``
+    (read from the real file) is a known shape, so the whole group installs there."""
+
+    async def get_final_response(self, final_res, num_prompt_tokens=None):
+        return ""
+
+    monkeypatch.setattr(
+        responses_utils.ResponsesStreamingProcessor, "get_final_response", get_final_response
+    )
+    check = targets.check(targets.PROCESSOR_TARGETS[-1])
+    assert (check.status, check.version) == ("ok", "993c0eec")
+    report = install()
+    assert {o.status for o in report.outcomes} == {"patched"}
+
+
+def test_a_version_without_the_guard_is_patched_without_it(monkeypatch):
+    monkeypatch.delattr(responses_utils, "guard_responses_stream")
+    monkeypatch.delattr(openai_server, "guard_responses_stream")
+    statuses = {o.target: o.status for o in install().outcomes}
+    assert statuses["tensorrt_llm.serve.responses_utils.guard_responses_stream"] == "absent"
+    assert statuses["tensorrt_llm.serve.responses_utils.ResponsesStreamingProcessor"] == ("patched")
 
 
 def test_require_makes_a_refusal_fatal(monkeypatch):

@@ -131,10 +131,13 @@ def stream(output: Any, split: int, *, workers: bool) -> tuple[list[dict[str, An
             ):
                 yield frame
 
+    stamp = getattr(responses_utils, "stamp_sse_sequence_number", None)
+
     async def egress() -> AsyncIterator[str]:
+        # The version's own egress: 271a1eda restamps every frame, 993c0eec does not.
         count = 0
         async for frame in body():
-            yield responses_utils.stamp_sse_sequence_number(frame, count)
+            yield frame if stamp is None else stamp(frame, count)
             count += 1
 
     return asyncio.run(_collect(responses_utils.guard_responses_stream, egress(), processor))

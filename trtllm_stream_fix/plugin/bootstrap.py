@@ -9,7 +9,11 @@ The package (and ``openai``/``openai_harmony``) is imported only when a watched 
 just been imported, i.e. in processes that serve Responses requests.
 
 A meta-path finder wraps the loader of the watched modules; after the module body has run it
-calls ``trtllm_stream_fix.plugin.installer.install()``. Under ``TRTLLM_STREAM_FIX=require`` a
+calls ``trtllm_stream_fix.plugin.installer.install()``. Patching does not depend on that
+finder staying first: an audit hook (``sys.addaudithook``, raised by the import system
+before any finder is asked) moves it back to the front of ``sys.meta_path`` whenever a
+watched module is about to be imported, so a finder inserted ahead of it later (a test
+harness, another plugin) cannot bypass it. Under ``TRTLLM_STREAM_FIX=require`` a
 failure propagates and the import fails (the server does not start); otherwise it is logged.
 """
 
@@ -110,6 +114,17 @@ def set_hook_enabled(enabled: bool) -> None:
         finder.enabled = enabled
 
 
+def _keep_first(event: str, args: tuple[Any, ...]) -> None:
+    """Audit hook: put our finder first before a watched module is looked up."""
+    if event != "import" or not args or args[0] not in WATCHED:
+        return
+    finder = installed_finder()
+    meta_path = sys.meta_path
+    if finder is not None and meta_path and meta_path[0] is not finder:
+        meta_path.remove(finder)
+        meta_path.insert(0, finder)
+
+
 def register() -> bool:
     """Add the hook once per interpreter; patch modules already imported. False if off."""
     if _mode() == "off":
@@ -118,6 +133,9 @@ def register() -> bool:
         sys.meta_path.insert(0, PostImportFinder())
     else:
         set_hook_enabled(True)
+    if not getattr(sys, "_trtllm_stream_fix_audit", False):
+        sys.addaudithook(_keep_first)  # cannot be removed; cheap when not importing
+        sys._trtllm_stream_fix_audit = True  # type: ignore[attr-defined]
     for name in WATCHED:
         module = sys.modules.get(name)
         if module is not None and not getattr(module.__spec__, "_initializing", False):

@@ -58,13 +58,17 @@ class DoctorReport:
     worker: dict[str, object] = field(default_factory=dict)
     #: This package is an editable install (``pip install -e``), which ships no ``.pth``.
     editable: bool = False
+    refusals: dict[str, str] = field(default_factory=dict)  # group -> which target, why
 
     @property
     def ok(self) -> bool:
         return (
             self.active_here
             and bool(self.worker.get("active"))
-            and all(c.status in ("ok", "not-loaded") for c in self.checks)
+            and all(
+                c.status in ("ok", "not-loaded") or (c.status == "missing" and c.target.optional)
+                for c in self.checks
+            )
         )
 
     def reasons(self) -> list[str]:
@@ -87,7 +91,12 @@ class DoctorReport:
                 f"no .pth hook file ({why}), so worker processes do not load the fix: run "
                 "`trtllm-stream-fix plugin install-pth`"
             )
-        bad = [c for c in self.checks if c.status not in ("ok", "not-loaded")]
+        bad = [
+            c
+            for c in self.checks
+            if c.status not in ("ok", "not-loaded")
+            and not (c.status == "missing" and c.target.optional)
+        ]
         if bad:
             out.append(
                 f"{len(bad)} patch target(s) do not have the expected shape (see above): this "
@@ -111,6 +120,10 @@ class DoctorReport:
         if not self.upstream_importable:
             lines.append("  tensorrt_llm.serve.responses_utils cannot be imported")
         lines += [f"  {c.describe()}" for c in self.checks]
+        for group, detail in self.refusals.items():
+            lines.append(
+                f"refused: patch group {group!r} left unpatched (all or nothing): {detail}"
+            )
         lines.append(f"fix active in this interpreter: {'yes' if self.active_here else 'no'}")
         worker = self.worker
         state = "yes" if worker.get("active") else "no"
@@ -178,7 +191,7 @@ def doctor_report(
 ) -> DoctorReport:
     """Build the report; imports the patch targets' modules (which installs the fix)."""
     from .bootstrap import hook_enabled, register
-    from .installer import install, is_active
+    from .installer import install, is_active, last_refusals
 
     mode = mode_from_env()
     if mode != "off":
@@ -204,6 +217,7 @@ def doctor_report(
         checks=[targets.check(t) for t in targets.ALL_TARGETS] if importable else [],
         active_here=importable and is_active(),
         editable=is_editable(),
+        refusals=last_refusals(),
     )
     if spawn:
         report.worker = worker_check(prelude=prelude, env=env)
@@ -233,6 +247,7 @@ def doctor_main(argv: list[str] | None = None) -> int:
                 for c in report.checks
             },
             "active_here": report.active_here,
+            "refusals": report.refusals,
             "worker": report.worker,
             "editable": report.editable,
             "ok": report.ok,

@@ -3,9 +3,12 @@
 
 ``install()`` is idempotent and per process: it patches every patch set whose module has
 finished importing, and can be called again when another module loads (the import hook
-does). A patch set whose targets do not match the recorded shapes is refused as a whole,
-with one log line per mismatch naming the target, the expected and the found shape;
-upstream is left untouched. ``uninstall()`` restores exactly what ``install()`` replaced,
+does). Patch sets that must agree form a group (``RESPONSES``: the streaming processor, the
+non-streaming mapper, the stream guard and the input channels; a Chat Completions group can
+be added beside it): if any target of any set in a group does not match the recorded
+shapes, the whole group is refused, with one log line per mismatch naming the target, the
+expected and the found shape; upstream is left untouched. ``last_refusals()`` keeps the
+reasons for ``doctor``. ``uninstall()`` restores exactly what ``install()`` replaced,
 and only where our replacement is still in place.
 
 ``TRTLLM_STREAM_FIX``: ``0``/``off``/``false``/``no`` disables the fix (install patches
@@ -31,7 +34,7 @@ logger = logging.getLogger("trtllm_stream_fix.plugin")
 ENV = "TRTLLM_STREAM_FIX"
 Mode = Literal["on", "off", "require"]
 Status = Literal[
-    "patched", "already", "not-loaded", "refused", "error", "disabled", "restored", "left"
+    "patched", "already", "not-loaded", "absent", "refused", "error", "disabled", "restored", "left"
 ]
 _OFF = frozenset(("0", "off", "false", "no", "disable", "disabled"))
 
@@ -80,6 +83,8 @@ class _PatchSet:
     name: str
     checks: tuple[Target, ...]
     bindings: tuple[_Binding, ...]
+    group: str = "responses"  # sets of one group are applied or refused together
+    optional: bool = False  # a version without the first target has nothing to patch here
 
 
 @dataclass
@@ -107,6 +112,12 @@ def _parse_input(original: Any) -> Any:
     return parse_response_input(original)
 
 
+def _guard(original: Any) -> Any:
+    from .replacements import guard_responses_stream
+
+    return guard_responses_stream(original)
+
+
 PATCH_SETS: tuple[_PatchSet, ...] = (
     _PatchSet(
         ledger.STREAMING,
@@ -122,6 +133,15 @@ PATCH_SETS: tuple[_PatchSet, ...] = (
         (_Binding(RESPONSES_UTILS, "_create_output_content_harmony", _output_content),),
     ),
     _PatchSet(
+        ledger.GUARD,
+        (targets.GUARD, targets.SERVER_GUARD_BINDING),
+        (
+            _Binding(RESPONSES_UTILS, "guard_responses_stream", _guard),
+            _Binding(OPENAI_SERVER, "guard_responses_stream", _guard),
+        ),
+        optional=True,  # versions before the guard have no guard to fix
+    ),
+    _PatchSet(
         ledger.INPUT,
         (targets.PARSE_INPUT,),
         (_Binding(RESPONSES_UTILS, "_parse_response_input", _parse_input),),
@@ -130,6 +150,7 @@ PATCH_SETS: tuple[_PatchSet, ...] = (
 
 _lock = threading.RLock()
 _applied: dict[str, _Applied] = {}
+_refusals: dict[str, str] = {}  # group -> why it was refused by the last install()
 
 
 def mode_from_env(environ: Any = None) -> Mode:
@@ -158,8 +179,8 @@ def install(*, mode: Mode | None = None) -> Report:
         return report
     _ensure_visible()
     with _lock:
-        for patch_set in PATCH_SETS:
-            report.outcomes += _install_set(patch_set)
+        for group in dict.fromkeys(s.group for s in PATCH_SETS):
+            report.outcomes += _install_group([s for s in PATCH_SETS if s.group == group])
     for outcome in report.outcomes:
         if outcome.status == "patched":
             logger.info("patched %s (pid %d)", outcome.target, os.getpid())
@@ -168,30 +189,64 @@ def install(*, mode: Mode | None = None) -> Report:
     return report
 
 
+def last_refusals() -> dict[str, str]:
+    """Why each refused group was refused by the last ``install()`` (group -> detail)."""
+    with _lock:
+        return dict(_refusals)
+
+
+def _install_group(sets: list[_PatchSet]) -> list[Outcome]:
+    """All sets of one group, or none of them (see the module docstring)."""
+    absent = [
+        s
+        for s in sets
+        if s.optional
+        and targets.loaded_module(s.checks[0].module) is not None
+        and targets.check(s.checks[0]).status == "missing"
+    ]
+    sets = [s for s in sets if s not in absent]
+    skipped = [Outcome(b.dotted, "absent") for s in absent for b in s.bindings]
+    if not sets:
+        return skipped
+    bindings = [b for s in sets for b in s.bindings]
+    pending = [b for b in bindings if b.dotted not in _applied]
+    if pending and targets.loaded_module(sets[0].bindings[0].module) is not None:
+        bad = [
+            (s.name, c)
+            for s in sets
+            for c in (targets.check(t) for t in s.checks)
+            if c.status in ("missing", "mismatch")
+        ]
+        _refusals.pop(sets[0].group, None)
+        if bad:
+            for set_name, c in bad:
+                logger.warning(
+                    "not patching group %r: %s (patch set %r) %s; expected %s, found %s; "
+                    "upstream left untouched",
+                    sets[0].group,
+                    c.target.dotted,
+                    set_name,
+                    c.status,
+                    c.target.expected(),
+                    c.found,
+                )
+            detail = "; ".join(c.describe() for _, c in bad)
+            _refusals[sets[0].group] = detail
+            return skipped + [
+                Outcome(b.dotted, "refused", detail)
+                if b in pending
+                else Outcome(b.dotted, "already")
+                for b in bindings
+            ]
+    return skipped + [o for s in sets for o in _install_set(s)]
+
+
 def _install_set(patch_set: _PatchSet) -> list[Outcome]:
     pending = [b for b in patch_set.bindings if b.dotted not in _applied]
     if not pending:
         return [Outcome(b.dotted, "already") for b in patch_set.bindings]
     if targets.loaded_module(patch_set.bindings[0].module) is None:
         return [Outcome(b.dotted, "not-loaded") for b in patch_set.bindings]
-    checks = [targets.check(t) for t in patch_set.checks]
-    bad = [c for c in checks if c.status in ("missing", "mismatch")]
-    if bad:
-        for c in bad:
-            logger.warning(
-                "not patching %s (patch set %r): %s; expected %s, found %s; upstream left "
-                "untouched",
-                c.target.dotted,
-                patch_set.name,
-                c.status,
-                c.target.expected(),
-                c.found,
-            )
-        detail = "; ".join(c.describe() for c in bad)
-        return [
-            Outcome(b.dotted, "refused", detail) if b in pending else Outcome(b.dotted, "already")
-            for b in patch_set.bindings
-        ]
     outcomes = []
     for binding in patch_set.bindings:
         if binding.dotted in _applied:

@@ -11,6 +11,9 @@ when upstream ships the fix named in ``remove_when``, delete the entry and its r
    -> ``trtllm_stream_fix.plugin.replacements.create_output_content_harmony``
 4. ``tensorrt_llm.serve.responses_utils._parse_response_input``
    -> ``trtllm_stream_fix.plugin.replacements.parse_response_input``
+5. ``tensorrt_llm.serve.responses_utils.guard_responses_stream``
+   -> ``trtllm_stream_fix.plugin.replacements.guard_responses_stream``
+6. ``tensorrt_llm.serve.openai_server.guard_responses_stream`` (same wrapper)
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class LedgerEntry:
 STREAMING = "streaming"
 NONSTREAMING = "nonstreaming"
 INPUT = "input"
+GUARD = "guard"
 
 LEDGER: tuple[LedgerEntry, ...] = (
     LedgerEntry(
@@ -105,6 +109,32 @@ LEDGER: tuple[LedgerEntry, ...] = (
             "upstream renders Responses input messages with their phase's channel and "
             "reasoning items on the analysis channel"
         ),
+    ),
+    LedgerEntry(
+        target="tensorrt_llm.serve.responses_utils.guard_responses_stream",
+        replacement="trtllm_stream_fix.plugin.replacements.guard_responses_stream",
+        patch_set=GUARD,
+        why=(
+            "On 271a1eda the guard treats only response.completed as final: a server exception "
+            "after a response.incomplete or response.failed appends a second error + "
+            "response.failed, so events follow the terminal event."
+        ),
+        how=(
+            "Wrapper (keeps __wrapped__) that watches the frames for every terminal event and "
+            "gives upstream's guard a terminal_events callback that returns nothing after one; "
+            "the exception still propagates."
+        ),
+        upstream="NVIDIA/TensorRT-LLM#19223 (incomplete responses); fixed in 993c0eec's guard",
+        remove_when="upstream's guard treats response.incomplete and response.failed as final",
+    ),
+    LedgerEntry(
+        target="tensorrt_llm.serve.openai_server.guard_responses_stream",
+        replacement="trtllm_stream_fix.plugin.replacements.guard_responses_stream",
+        patch_set=GUARD,
+        why="openai_server imports the guard by name; the handler calls that binding.",
+        how="Module global rebound (or already bound when openai_server imported after 5).",
+        upstream="as entry 5",
+        remove_when="with entry 5",
     ),
 )
 

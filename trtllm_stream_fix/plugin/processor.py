@@ -10,10 +10,20 @@ Per-request state (the event machine, which owns the Harmony parser) lives on th
 is created in whichever process runs the first ``process_single_output`` and is released
 with the terminal event. It is not pickled: upstream pickles the processor when the request
 is submitted, before any token is processed.
+
+Upstream's contract is kept on every version line: each frame holds exactly one event (the
+egress restamps one ``sequence_number`` per frame), a final-response call returns exactly
+one event (the terminal one), and the numbering is 0, 1 for the opening pair and continues
+from 2 in whichever process builds the later events, so it is contiguous with or without
+egress restamping. A stream the plugin ends early (a Harmony parse error) sends ``error``
+at once and holds ``response.failed`` for the final-response call; nothing follows it.
+Streamed responses are stored like non-streaming ones (response and Harmony messages) when
+storage is enabled, so ``previous_response_id`` works after a streamed turn.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import Any, ClassVar
@@ -60,6 +70,9 @@ class FixedResponsesStreamingProcessor(_UpstreamProcessor):
         self._fix_machine: ResponsesEventMachine | None = None
         self._fix_terminal: list[Any] = []
         self._fix_closed = False
+        self._fix_ended = False  # terminal event decided (held for the final-response call)
+        if self.use_harmony:
+            self.sequence_number = 0  # ours on every version (993c0eec starts at 2)
 
     # -- pickling (PostprocWorkers) -----------------------------------------------------
 
@@ -73,6 +86,7 @@ class FixedResponsesStreamingProcessor(_UpstreamProcessor):
         self.__dict__.setdefault("_fix_machine", None)
         self.__dict__.setdefault("_fix_terminal", [])
         self.__dict__.setdefault("_fix_closed", False)
+        self.__dict__.setdefault("_fix_ended", False)
 
     # -- upstream interface ---------------------------------------------------------------
 
@@ -86,8 +100,8 @@ class FixedResponsesStreamingProcessor(_UpstreamProcessor):
     def process_single_output(self, res: Any) -> list[str]:
         if not self.use_harmony:
             return super().process_single_output(res)
-        if self._fix_closed:
-            return []
+        if self._fix_closed or self._fix_ended:
+            return []  # the terminal event is decided; nothing more goes out before it
         machine = self._fix_machine_for(res)
         output = res.outputs[0]
         done = bool(res._done)
@@ -96,34 +110,79 @@ class FixedResponsesStreamingProcessor(_UpstreamProcessor):
             finished=done,
             finish_reason=output.finish_reason if done else None,
         )
-        if machine.finished and done:
-            # The terminal event goes out from get_final_response*, as upstream's does.
+        if machine.finished:
+            # The terminal event goes out from get_final_response*, as upstream's does (one
+            # event per call); a stream failed early sends its ``error`` now.
             cut = next((i for i, e in enumerate(events) if e.type in TERMINAL_TYPES), len(events))
             events, self._fix_terminal = events[:cut], events[cut:]
-        elif machine.finished:
-            # Failed before the engine finished: end the stream now; nothing follows.
-            self._fix_machine, self._fix_closed = None, True
+            self._fix_ended = True
         return [self._fix_send(event) for event in events]
 
     def get_final_response_non_store(self, final_res: Any, *args: Any, **kwargs: Any) -> str:
         if not self.use_harmony:
             return super().get_final_response_non_store(final_res, *args, **kwargs)
-        return self._fix_finish(final_res, _num_prompt_tokens(args, kwargs))[0]
+        frame, response = self._fix_finish(final_res, _num_prompt_tokens(args, kwargs))
+        if self._fix_storing(response):
+            # Upstream's streaming loop calls only this (sync) method: store on the running
+            # loop, before the terminal frame can reach the client.
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                logger.warning("streamed response %s not stored: no event loop", response.id)
+            else:
+                task = loop.create_task(self._fix_store(response, final_res))
+                _PENDING_STORES.add(task)
+                task.add_done_callback(_PENDING_STORES.discard)
+        return frame
 
     async def get_final_response(self, final_res: Any, *args: Any, **kwargs: Any) -> str:
         if not self.use_harmony:
             return await super().get_final_response(final_res, *args, **kwargs)
         frame, response = self._fix_finish(final_res, _num_prompt_tokens(args, kwargs))
-        store = self.conversation_store
-        if response is not None and self.enable_store and store is not None:
-            await store.store_response(
-                resp=response,
-                resp_msgs=harmony_messages(list(final_res.outputs[0].token_ids)),
-                prev_resp_id=getattr(self.request, "previous_response_id", None),
-            )
+        if self._fix_storing(response):
+            await self._fix_store(response, final_res)
         return frame
 
     # -- internals ------------------------------------------------------------------------
+
+    def _fix_storing(self, response: Any) -> bool:
+        return (
+            response is not None
+            and bool(self.enable_store)
+            and bool(getattr(self.request, "store", True))
+            and self.conversation_store is not None
+        )
+
+    async def _fix_store(self, response: Any, final_res: Any) -> None:
+        """Store the response and its Harmony messages exactly as upstream's
+        ``create_response`` does for a non-streaming request."""
+        try:
+            await self.conversation_store.store_response(
+                resp=self._fix_upstream_response(response),
+                resp_msgs=harmony_messages(list(final_res.outputs[0].token_ids)),
+                prev_resp_id=getattr(self.request, "previous_response_id", None),
+            )
+        except Exception:
+            logger.exception("streamed response %s not stored", response.id)
+
+    def _fix_upstream_response(self, response: Any) -> Any:
+        """``response`` as upstream's ``ResponsesResponse`` (what non-streaming stores)."""
+        model = getattr(_responses_utils, "ResponsesResponse", None)
+        if model is None or not hasattr(model, "from_request"):
+            return response
+        try:
+            return model.from_request(
+                request=self.request,
+                sampling_params=self.sampling_params,
+                model_name=self.model_name,
+                created_time=self.response_creation_time,
+                output=list(response.output),
+                status=response.status,
+                usage=None,
+            )
+        except Exception as exc:
+            logger.debug("storing our Response object as is: %s", exc)
+            return response
 
     def _fix_context(self) -> ResponseContext:
         request, sampling = self.request, self.sampling_params
@@ -168,6 +227,8 @@ class FixedResponsesStreamingProcessor(_UpstreamProcessor):
             output = final_res.outputs[0]
             events = machine.feed([], finished=True, finish_reason=output.finish_reason)
         response = machine.final_response
+        if response is not None and response.status == "failed":
+            response = None  # a failed stream is not stored
         if response is not None and num_prompt_tokens is not None and response.usage:
             response.usage.input_tokens = num_prompt_tokens
             response.usage.total_tokens = num_prompt_tokens + response.usage.output_tokens
@@ -180,6 +241,9 @@ class FixedResponsesStreamingProcessor(_UpstreamProcessor):
         event.sequence_number = self.sequence_number
         self.sequence_number += 1
         return format_sse(event)
+
+
+_PENDING_STORES: set[Any] = set()  # keeps scheduled store tasks alive until they ran
 
 
 def _num_prompt_tokens(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:

@@ -91,3 +91,44 @@ def parse_response_input(original: Callable[..., Any]) -> Callable[..., Any]:
         return message
 
     return _mark(_parse_response_input, original)
+
+
+TERMINAL_MARKERS = tuple(
+    f"event: response.{kind}" for kind in ("completed", "incomplete", "failed")
+)
+
+
+def _has_terminal(chunk: Any) -> bool:
+    text = chunk.decode("utf-8", "replace") if isinstance(chunk, bytes) else str(chunk)
+    return any(marker in text for marker in TERMINAL_MARKERS)
+
+
+def guard_responses_stream(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``guard_responses_stream`` after which nothing follows any terminal event.
+
+    Upstream 271a1eda treats only ``response.completed`` as final, so an exception after a
+    ``response.incomplete`` or ``response.failed`` made it append ``error`` +
+    ``response.failed``. The wrapper watches the frames for all three terminal events and
+    hands upstream's guard a ``terminal_events`` that returns nothing once one went out;
+    the exception still propagates (the server logs it) and frames pass through untouched.
+    """
+
+    async def guarded(stream: Any, terminal_events: Callable[..., Any], *args: Any, **kw: Any):
+        ended = False
+
+        async def watched() -> Any:
+            nonlocal ended
+            async for chunk in stream:
+                ended = ended or _has_terminal(chunk)
+                yield chunk
+
+        def after_terminal(cause: str, detail: str, events_sent: int = 0) -> list[Any]:
+            return [] if ended else terminal_events(cause, detail, events_sent)
+
+        async for chunk in original(watched(), after_terminal, *args, **kw):
+            yield chunk
+
+    functools.update_wrapper(guarded, original)
+    guarded.__name__ = "guard_responses_stream"
+    guarded.__trtllm_stream_fix__ = True  # type: ignore[attr-defined]
+    return guarded

@@ -13,7 +13,13 @@ Upstream versions the shapes were recorded from (NVIDIA/TensorRT-LLM,
 * ``early-2026``: the first version with ``ResponsesStreamingProcessor`` (74.5k characters);
   the final-response methods take only ``final_res``;
 * ``271a1eda``: commit 271a1edadcfa14c29b9fe4396b2cbee66b812b05 (primary reference);
-* ``993c0eec``: commit 993c0eec9327a503caebf2ba8b733ec20a0fbc40 (divergent lineage).
+* ``terminal-event``: code-index id 71053574395 (commit not exposed; 180,040 characters),
+  whose final-response methods return ``_stream_terminal_event(...)``;
+* ``993c0eec``: commit 993c0eec9327a503caebf2ba8b733ec20a0fbc40 (divergent lineage):
+  ``get_final_response(self, final_res, num_prompt_tokens=None)`` has no ``tokenizer`` and
+  ``guard_responses_stream(stream, terminal_events)`` no ``on_termination``.
+
+Every shape below was read from those files (docs/real-upstream.md lists them with sha256).
 """
 
 from __future__ import annotations
@@ -34,7 +40,9 @@ _PROCESSOR_INIT = (
 )
 _FINAL_OLD = "self, final_res"
 _FINAL_NEW = "self, final_res, num_prompt_tokens=, tokenizer="
-_ALL = ("early-2026", "271a1eda", "993c0eec")
+_FINAL_NO_TOKENIZER = "self, final_res, num_prompt_tokens="
+_ALL = ("early-2026", "271a1eda", "terminal-event", "993c0eec")
+_LATE = ("271a1eda", "terminal-event", "993c0eec")
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,7 @@ class Target:
     path: str
     shapes: tuple[tuple[str, str], ...] = ()  # (upstream version(s), shape); empty = any
     kind: Literal["callable", "class", "coroutine", "binding"] = "callable"
+    optional: bool = False  # absent on some versions (nothing to patch there)
 
     @property
     def dotted(self) -> str:
@@ -54,7 +63,7 @@ class Target:
         if self.kind == "class":
             return "a class"
         if self.kind == "binding":
-            return f"the class {RESPONSES_UTILS}.{self.path}"
+            return f"the object {RESPONSES_UTILS}.{self.path}"
         shapes = sorted({shape for _, shape in self.shapes})
         text = " | ".join(f"({shape})" for shape in shapes) or "a callable"
         return f"async {text}" if self.kind == "coroutine" else text
@@ -100,16 +109,29 @@ PROCESSOR_TARGETS: tuple[Target, ...] = (
     _method(
         "get_final_response_non_store",
         _shape("early-2026", shape=_FINAL_OLD),
-        _shape("271a1eda", "993c0eec", shape=_FINAL_NEW),
+        _shape(*_LATE, shape=_FINAL_NEW),
     ),
     _method(
         "get_final_response",
         _shape("early-2026", shape=_FINAL_OLD),
-        _shape("271a1eda", "993c0eec", shape=_FINAL_NEW),
+        _shape("271a1eda", "terminal-event", shape=_FINAL_NEW),
+        _shape("993c0eec", shape=_FINAL_NO_TOKENIZER),
         kind="coroutine",
     ),
 )
 SERVER_BINDING = Target(OPENAI_SERVER, "ResponsesStreamingProcessor", kind="binding")
+GUARD = Target(
+    RESPONSES_UTILS,
+    "guard_responses_stream",
+    (
+        _shape("271a1eda", "terminal-event", shape="stream, terminal_events, on_termination="),
+        _shape("993c0eec", shape="stream, terminal_events"),
+    ),
+    optional=True,
+)
+SERVER_GUARD_BINDING = Target(
+    OPENAI_SERVER, "guard_responses_stream", kind="binding", optional=True
+)
 OUTPUT_CONTENT = Target(
     RESPONSES_UTILS, "_create_output_content_harmony", (_shape(*_ALL, shape="final_res"),)
 )
@@ -124,6 +146,8 @@ PARSE_INPUT = Target(
 ALL_TARGETS: tuple[Target, ...] = (
     *PROCESSOR_TARGETS,
     SERVER_BINDING,
+    GUARD,
+    SERVER_GUARD_BINDING,
     OUTPUT_CONTENT,
     PARSE_OUTPUT_TOKENS,
     PARSE_INPUT,
@@ -198,9 +222,9 @@ def check(target: Target) -> TargetCheck:
     except AttributeError as exc:
         return TargetCheck(target, "missing", f"no attribute {exc.args[0]!r}")
     if target.kind == "binding":
-        ours = upstream_class(obj)
+        ours = unwrap(upstream_class(obj))
         original = sys.modules[RESPONSES_UTILS].__dict__.get(target.path)
-        if isinstance(ours, type) and ours is upstream_class(original):
+        if ours is not None and ours is unwrap(upstream_class(original)):
             return TargetCheck(target, "ok", f"{ours.__module__}.{ours.__qualname__}", "any")
         return TargetCheck(target, "mismatch", repr(obj))
     if target.kind == "class":

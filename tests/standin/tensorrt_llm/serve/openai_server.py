@@ -27,8 +27,10 @@ from .postprocess_handlers import (
     responses_api_streaming_post_processor,
 )
 from .responses_utils import (
+    STANDIN_LINE,
     ConversationHistoryStore,
     ResponsesStreamingProcessor,
+    guard_responses_stream,
     stamp_sse_sequence_number,
 )
 from .responses_utils import create_response as responses_api_create_response
@@ -104,7 +106,10 @@ class OpenAIServer:
         if not self.postproc_worker_enabled:
             postproc_args.num_prompt_tokens = len(input_tokens)
         if request.stream:
-            return self._create_streaming_generator(promise, postproc_params, shipped)
+            return guard_responses_stream(
+                self._create_streaming_generator(promise, postproc_params, shipped),
+                streaming_processor.get_stream_failed_events,
+            )
         final_res = None
         async for res in promise:
             final_res = res
@@ -127,8 +132,9 @@ class OpenAIServer:
     ):
         post_processor, args = postproc_params.post_processor, postproc_params.postproc_args
         sequence_number = 0
+        stamp = stamp_sse_sequence_number if STANDIN_LINE != "993c0eec" else _unstamped
         for frame in args.streaming_processor.get_initial_responses():
-            yield stamp_sse_sequence_number(frame, sequence_number)
+            yield stamp(frame, sequence_number)
             sequence_number += 1
         async for res in promise:
             if self.postproc_worker_enabled:
@@ -137,8 +143,13 @@ class OpenAIServer:
             else:
                 pp_results = post_processor(res, args)
             for frame in pp_results:
-                yield stamp_sse_sequence_number(frame, sequence_number)
+                yield stamp(frame, sequence_number)
                 sequence_number += 1
+
+
+def _unstamped(frame: str, sequence_number: int) -> str:
+    """The 993c0eec egress: frames leave as the processor numbered them."""
+    return frame
 
 
 class _InlineWorker:

@@ -824,6 +824,42 @@ class ResponsesStreamingProcessor:
             )
         return [self._send_event(event) for event in event_generator]
 
+    def get_stream_failed_events(self, cause: str, detail: str, events_sent: int = 0) -> list[str]:
+        """``error`` + ``response.failed`` for a stream that stopped early (271a1eda)."""
+        from openai.types.responses import ResponseErrorEvent, ResponseFailedEvent
+
+        self.sequence_number = max(self.sequence_number, events_sent)
+        error = self._send_event(
+            ResponseErrorEvent(type="error", sequence_number=-1, code=cause, message=detail)
+        )
+        snapshot = self._snapshot("failed")
+        snapshot["error"] = {"code": "server_error", "message": detail}
+        failed = self._send_event(
+            ResponseFailedEvent(type="response.failed", sequence_number=-1, response=snapshot)
+        )
+        return [error, failed]
+
+
+async def guard_responses_stream(stream, terminal_events, on_termination=None):
+    """271a1eda's guard: on an exception before ``response.completed`` (the only event it
+    treats as final) it yields ``terminal_events(cause, detail, events_sent)``, re-raises."""
+    import asyncio
+
+    events_sent, completed = 0, False
+    try:
+        async for chunk in stream:
+            if not completed:
+                events_sent += chunk.count("\n\n")
+                completed = "event: response.completed" in chunk
+            yield chunk
+    except (asyncio.CancelledError, GeneratorExit):
+        raise
+    except Exception as exc:
+        if not completed:
+            for frame in terminal_events("internal_error", type(exc).__name__, events_sent):
+                yield frame
+        raise
+
 
 def stamp_sse_sequence_number(frame: str, sequence_number: int) -> str:
     """Rewrite the ``sequence_number`` of one SSE frame (egress renumbering)."""
@@ -874,3 +910,73 @@ async def process_streaming_events(
         for frame in processor.process_single_output(res):
             yield frame
     yield await processor.get_final_response(final_res, tokenizer=tokenizer)
+
+
+# -- the 993c0eec version line -------------------------------------------------------------
+# TRTLLM_STANDIN_LINE=993c0eec reproduces that commit's shapes (read from the real file):
+# the processor numbers its opening pair 0 and 1 itself and starts ``sequence_number`` at 2,
+# ``get_final_response(self, final_res, num_prompt_tokens=None)`` has no ``tokenizer``, the
+# guard treats every terminal event as final and the egress does not restamp.
+STANDIN_LINE = __import__("os").environ.get("TRTLLM_STANDIN_LINE", "271a1eda")
+
+if STANDIN_LINE == "993c0eec":
+    _Processor271 = ResponsesStreamingProcessor
+
+    class ResponsesStreamingProcessor(_Processor271):  # type: ignore[no-redef]
+        def __init__(
+            self,
+            request,
+            sampling_params,
+            model_name,
+            create_time=None,
+            conversation_store=None,
+            enable_store=False,
+            use_harmony=True,
+            reasoning_parser=None,
+            tool_parser=None,
+        ):
+            super().__init__(
+                request,
+                sampling_params,
+                model_name,
+                create_time,
+                conversation_store,
+                enable_store,
+                use_harmony,
+                reasoning_parser,
+                tool_parser,
+            )
+            self.sequence_number = 2
+
+        def get_initial_responses(self) -> list[str]:
+            saved = self.sequence_number
+            self.sequence_number = 0
+            frames = super().get_initial_responses()
+            self.sequence_number = saved
+            return frames
+
+        async def get_final_response(self, final_res, num_prompt_tokens=None) -> str:
+            return await super().get_final_response(final_res, num_prompt_tokens)
+
+        def get_stream_failed_events(self, cause, detail, events_sent=None) -> list[str]:
+            if events_sent is not None:
+                self.sequence_number = events_sent
+            return super().get_stream_failed_events(cause, detail, self.sequence_number)
+
+    async def guard_responses_stream(stream, terminal_events):  # type: ignore[no-redef]
+        events_sent, completed = 0, False
+        try:
+            async for chunk in stream:
+                if not completed:
+                    events_sent += chunk.count("\n\n")
+                    completed = any(
+                        f"event: response.{kind}" in chunk
+                        for kind in ("completed", "incomplete", "failed")
+                    )
+                yield chunk
+        except Exception as exc:
+            if completed:
+                raise
+            for frame in terminal_events("internal_error", type(exc).__name__, events_sent):
+                yield frame
+            raise
