@@ -82,10 +82,19 @@ def _all_versions() -> set[str]:
     }
 
 
+def _unrecorded(target: targets.Target) -> set[str]:
+    """Versions an optional target records no shape for (it does not constrain them)."""
+    if not target.optional:
+        return set()
+    recorded = {v.strip() for versions, _ in target.shapes for v in versions.split(",")}
+    return _all_versions() - recorded
+
+
 def _match(tree: ast.Module, target: targets.Target) -> TargetMatch:
     node = find_definition(tree, target.path)
     if node is None:
-        return TargetMatch(target.dotted, "missing", frozenset())
+        absent = _all_versions() if target.optional else set()
+        return TargetMatch(target.dotted, "missing", frozenset(absent))
     if target.kind == "class":
         ok = isinstance(node, ast.ClassDef)
         return TargetMatch(
@@ -104,7 +113,7 @@ def _match(tree: ast.Module, target: targets.Target) -> TargetMatch:
     }
     if not target.shapes:
         versions = _all_versions()
-    return TargetMatch(target.dotted, f"({found})", frozenset(versions))
+    return TargetMatch(target.dotted, f"({found})", frozenset(versions | _unrecorded(target)))
 
 
 def detect(responses_utils_source: str) -> Detection:
