@@ -18,6 +18,7 @@ from trtllm_stream_fix.core.chat_machine import (
     build_chat_completion,
 )
 from trtllm_stream_fix.core.harmony_tokens import MARKUP
+from trtllm_stream_fix.defaults import default_encoding
 from trtllm_stream_fix.testing.chat_differential import (
     chat_nonstreaming,
     chat_stream,
@@ -30,6 +31,7 @@ from trtllm_stream_fix.testing.synthetic import _corpus, engine_responses, named
 pytestmark = pytest.mark.cpu_only
 
 A = "<|start|>assistant"
+ENC = default_encoding()
 
 
 def tokens(text: str) -> list[int]:
@@ -49,7 +51,7 @@ def run(
     **ctx: Any,
 ) -> list[Any]:
     """Payloads of a stream of ``token_ids`` at ``split`` tokens per response."""
-    machine = ChatChunkMachine(context(**ctx), options=options)
+    machine = ChatChunkMachine(context(**ctx), options=options, encoding=ENC)
     frames = machine.start()
     batches = [token_ids[i : i + split] for i in range(0, len(token_ids), split)] or [[]]
     for i, batch in enumerate(batches):
@@ -199,7 +201,7 @@ def test_usage_only_when_asked() -> None:
 def test_coalesced_within_a_response_nothing_held_back() -> None:
     text = tokens("<|channel|>analysis<|message|>abc def ghi<|end|>" + A)
     text += tokens("<|channel|>final<|message|>one two three four five six seven eight")
-    machine = ChatChunkMachine(context())
+    machine = ChatChunkMachine(context(), encoding=ENC)
     machine.start()
     sent = ""
     for i in range(0, len(text), 5):
@@ -212,7 +214,7 @@ def test_coalesced_within_a_response_nothing_held_back() -> None:
         answer = decoded.split("<|message|>")[-1] if "final<|message|>" in decoded else ""
         assert sent == answer  # every content token of the response is out
     # All 20 tokens of one message in one response: one chunk.
-    machine = ChatChunkMachine(context())
+    machine = ChatChunkMachine(context(), encoding=ENC)
     machine.start()
     one = tokens("<|channel|>final<|message|>") + tokens(" word" * 20)
     chunks = machine.feed(one)
@@ -232,7 +234,7 @@ def test_parse_error_is_readable_and_whole() -> None:
         check = check_chat_payloads(payloads)
         assert not check.violations and check.error["message"] == error["message"]
     with pytest.raises(ChatGenerationError, match="invalid Harmony token sequence"):
-        build_chat_completion(context(), out.delivered, "stop")
+        build_chat_completion(context(), out.delivered, "stop", encoding=ENC)
 
 
 @pytest.mark.parametrize(
@@ -249,7 +251,7 @@ def test_turn_errors_end_the_stream(text: str, finish: str, message: str) -> Non
 
 
 def test_nothing_after_done() -> None:
-    machine = ChatChunkMachine(context())
+    machine = ChatChunkMachine(context(), encoding=ENC)
     frames = machine.feed(tokens("<|channel|>final<|message|>Hi"), finished=True)
     assert frames[-1] is cc.DONE
     assert machine.feed(tokens(" more"), finished=True) == []
@@ -257,7 +259,7 @@ def test_nothing_after_done() -> None:
 
 
 def test_sse_framing() -> None:
-    machine = ChatChunkMachine(context())
+    machine = ChatChunkMachine(context(), encoding=ENC)
     frames = machine.feed(tokens("<|channel|>final<|message|>Hi"), finished=True)
     wire = "".join(cc.format_chat_sse(f) for f in frames)
     assert wire.endswith("data: [DONE]\n\n")
@@ -306,7 +308,7 @@ def test_engine_responses_unchanged_by_machine() -> None:
     # The differential's stream helper and a hand-driven machine agree.
     out = named_output("preamble_answer")
     machine = ChatChunkMachine(
-        ChatContext("chatcmpl-differential", "gpt-oss-20b", 0, include_usage=True)
+        ChatContext("chatcmpl-differential", "gpt-oss-20b", 0, include_usage=True), encoding=ENC
     )
     frames = machine.start()
     for r in engine_responses(out, 7):
@@ -320,7 +322,7 @@ def test_numpy_token_arrays_give_the_same_stream() -> None:
     text = tokens(PREAMBLE_TOOL)
     expected = chat_visible(run(text, split=3))
     for dtype in (np.int32, np.int64, np.uint32):
-        machine = ChatChunkMachine(context())
+        machine = ChatChunkMachine(context(), encoding=ENC)
         frames = machine.start()
         for i in range(0, len(text), 3):
             batch = np.asarray(text[i : i + 3], dtype=dtype)

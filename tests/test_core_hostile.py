@@ -287,10 +287,8 @@ def test_9_lifecycle_misuse_raises_and_nothing_follows_done(encoding, tokens):
 
 IMPURE = frozenset(("os", "time", "uuid", "random", "pathlib", "tempfile", "secrets"))
 # ResponseContext.new (a fresh resp_ id, the current time) and its default clock are the one
-# convenience left in the core; the machine and the non-streaming builder take them as given.
-# The chat machine still loads a default encoding itself (``from ..encoding``) when none is
-# given; the Responses machine and build_response require one.
-IMPURE_ALLOWED = {"context.py": {"time", "uuid"}, "chat_machine.py": {"<outside core>"}}
+# convenience left in the core; the machines and the non-streaming builders take them as given.
+IMPURE_ALLOWED = {"context.py": {"time", "uuid"}}
 
 
 def test_core_modules_import_no_file_system_env_clock_or_random():

@@ -110,13 +110,9 @@ class ChatChunkMachine:
         self,
         context: ChatContext,
         *,
+        encoding: Any,
         options: ChatOptions = DEFAULT_CHAT_OPTIONS,
-        encoding: Any = None,
     ) -> None:
-        if encoding is None:
-            from ..encoding import load_gpt_oss_encoding
-
-            encoding = load_gpt_oss_encoding()
         self.context = context
         self.options = options
         self._header = ChatHeader(context.completion_id, context.model, context.created)
@@ -365,8 +361,8 @@ def build_chat_completion(
     token_ids: Sequence[int],
     finish_reason: str | None,
     *,
+    encoding: Any,
     options: ChatOptions = DEFAULT_CHAT_OPTIONS,
-    encoding: Any = None,
 ) -> ChatCompletion:
     """The non-streaming ``chat.completion`` for a whole generation: the same machine, one feed.
 

@@ -28,6 +28,7 @@ from ..core.chat_machine import (
     ChatOptions,
     build_chat_completion,
 )
+from ..defaults import default_encoding
 from .chat_oracle import SDKRejected, SDKResult, sdk_accumulate_chat
 from .differential import COUNTS, NUMPY_SPLIT, splits_for
 from .report import shorten
@@ -53,6 +54,7 @@ def chat_stream(
     encoding: Any = None,
 ) -> list[Any]:
     """The JSON payloads of one chat stream of ``output`` (``"[DONE]"`` for the sentinel)."""
+    encoding = encoding or default_encoding()
     if impl == "ours":
         stream: Any = ChatChunkMachine(_context(), options=options, encoding=encoding)
     elif impl == "upstream":
@@ -89,6 +91,7 @@ def chat_nonstreaming(
     encoding: Any = None,
 ) -> dict[str, Any]:
     """The non-streaming body for ``output``: a ``chat.completion`` or ``{"error": ...}``."""
+    encoding = encoding or default_encoding()
     if impl == "upstream":
         from .chat_baseline import upstream_chat_completion
 
