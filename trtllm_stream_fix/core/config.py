@@ -9,8 +9,10 @@ from typing import Literal, get_args
 
 Preambles = Literal["commentary", "drop"]
 LengthTerminal = Literal["incomplete", "completed"]
+Parser = Literal["fast", "reference"]
 PREAMBLES_ENV = "TRTLLM_STREAM_FIX_PREAMBLES"
 LENGTH_TERMINAL_ENV = "TRTLLM_STREAM_FIX_LENGTH_TERMINAL"
+PARSER_ENV = "TRTLLM_STREAM_FIX_PARSER"
 
 
 @dataclass(frozen=True)
@@ -22,14 +24,18 @@ class StreamConfig:
     indices unchanged).
     ``length_terminal``: ``"incomplete"`` ends a token-limit cut with ``response.incomplete``;
     ``"completed"`` sends ``response.completed`` with status ``incomplete`` (upstream parity).
+    ``parser``: ``"fast"`` parses Harmony with ``core.fast_harmony`` (whole engine responses
+    at once, the reference taking over whatever it does not handle); ``"reference"`` feeds
+    openai_harmony's ``StreamableParser`` one token at a time. Both give the same events.
     """
 
     preambles: Preambles = "commentary"
     length_terminal: LengthTerminal = "incomplete"
+    parser: Parser = "reference"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> StreamConfig:
-        """Options from ``TRTLLM_STREAM_FIX_PREAMBLES`` / ``TRTLLM_STREAM_FIX_LENGTH_TERMINAL``.
+        """Options from the ``TRTLLM_STREAM_FIX_*`` variables (preambles, length terminal, parser).
 
         ``environ`` is handed in by the edge (``os.environ``): the core reads no environment.
         Unset means the default; any other value than the allowed ones is a ``ValueError``
@@ -39,6 +45,7 @@ class StreamConfig:
         return cls(
             preambles=_choice(env, PREAMBLES_ENV, Preambles, cls.preambles),
             length_terminal=_choice(env, LENGTH_TERMINAL_ENV, LengthTerminal, cls.length_terminal),
+            parser=_choice(env, PARSER_ENV, Parser, cls.parser),
         )
 
 

@@ -54,6 +54,7 @@ from openai.types.responses import Response
 from . import events as ev
 from .config import DEFAULT_CONFIG, StreamConfig
 from .context import ResponseContext
+from .fast_harmony import new_driver
 from .harmony_driver import (
     ContentDelta,
     Fact,
@@ -128,7 +129,7 @@ class ResponsesEventMachine:
         self.context = context
         self.config = config
         self._new_id = new_id or derived_ids(context.response_id)
-        self._driver: HarmonyDriver | None = HarmonyDriver(encoding)
+        self._driver: HarmonyDriver | None = new_driver(encoding, config.parser)
         self._tools = typed_tools(context.tools)
         self._items: list[ItemRecord] = []
         self._message: _OpenMessage | None = None

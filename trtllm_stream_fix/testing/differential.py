@@ -26,6 +26,7 @@ from ..core.context import ResponseContext
 from ..core.sse import event_to_dict
 from ..encoding import load_gpt_oss_encoding
 from .hostile import mixed_outputs
+from .parser_differential import copy_split, driver_difference, stream_difference
 from .report import shorten
 from .sdk_oracle import sdk_accumulate
 from .synthetic import SyntheticOutput, engine_responses
@@ -193,10 +194,16 @@ class Tally:
     final_matches_stream: int = 0
     nonstreaming_matches: int = 0
     raised: int = 0
+    #: Streams whose fast-parser and reference-parser runs agree (drivers' facts after every
+    #: engine response, and events); counted for ours only.
+    fast_matches_reference: int | None = None
     examples: list[str] = field(default_factory=list)
 
     def as_counts(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in COUNTS}
+        counts = {name: getattr(self, name) for name in COUNTS}
+        if self.fast_matches_reference is not None:
+            counts["fast_matches_reference"] = self.fast_matches_reference
+        return counts
 
 
 def splits_for(output: SyntheticOutput) -> list[int | random.Random | str]:
@@ -204,13 +211,26 @@ def splits_for(output: SyntheticOutput) -> list[int | random.Random | str]:
     return [*FIXED_SPLITS, random.Random(output.seed * 7919 + 1), NUMPY_SPLIT]
 
 
-def judge_output(output: SyntheticOutput, impl: str, tally: Tally, *, encoding: Any = None) -> int:
-    """Stream ``output`` with every split and add the verdicts to ``tally``; returns streams."""
+def judge_output(
+    output: SyntheticOutput,
+    impl: str,
+    tally: Tally,
+    *,
+    encoding: Any = None,
+    compare_parsers: bool = False,
+) -> int:
+    """Stream ``output`` with every split and add the verdicts to ``tally``; returns streams.
+
+    ``compare_parsers`` (ours only) also counts the streams on which the fast and the
+    reference Harmony parsers agree (``fast_matches_reference``).
+    """
     reference: list[dict[str, Any]] | None = None
     splits = splits_for(output)
     expected = nonstreaming_response(output, impl, encoding=encoding)
     for split in splits:
         label = split if isinstance(split, (int, str)) else "random"
+        if compare_parsers and impl == "ours":
+            _compare_parsers(output, copy_split(split), label, tally, encoding)
         try:
             events = stream_events(output, split, impl=impl, encoding=encoding)
         except Exception as exc:
@@ -242,6 +262,18 @@ def judge_output(output: SyntheticOutput, impl: str, tally: Tally, *, encoding: 
     return len(splits)
 
 
+def _compare_parsers(output: SyntheticOutput, split: Any, label: Any, tally: Tally, encoding: Any):
+    """Count the stream in ``fast_matches_reference`` when both parsers agree on it."""
+    if encoding is None:
+        encoding = load_gpt_oss_encoding()
+    found = driver_difference(output, split, encoding) or stream_difference(
+        output, copy_split(split), encoding
+    )
+    tally.fast_matches_reference = (tally.fast_matches_reference or 0) + (found is None)
+    if found:
+        _example(tally, f"seed {output.seed} ({output.name}) split {label}: parsers: {found}")
+
+
 def _example(tally: Tally, text: str) -> None:
     """Keep the first five examples, shortened at a word boundary."""
     if len(tally.examples) < 5:
@@ -259,7 +291,7 @@ def run_check(
     for output in outputs:
         count += 1
         for impl in impls:
-            n = judge_output(output, impl, tallies[impl])
+            n = judge_output(output, impl, tallies[impl], compare_parsers=True)
         streams += n
         if progress:
             progress()

@@ -29,13 +29,14 @@ def _normalise(value: Any, ids: dict[str, str], key: str | None = None) -> Any:
     return value
 
 
-def client_visible(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Normalised events: consecutive deltas of one part joined, ids canonical."""
+def client_visible(events: Iterable[dict[str, Any]], join: bool = True) -> list[dict[str, Any]]:
+    """Normalised events: consecutive deltas of one part joined (unless not ``join``), ids
+    canonical."""
     ids: dict[str, str] = {}
     out: list[dict[str, Any]] = []
     for event in events:
         event = _normalise(event, ids)
-        if event.get("type") in DELTA_TYPES and out:
+        if join and event.get("type") in DELTA_TYPES and out:
             last = out[-1]
             if (
                 last.get("type") == event["type"]
