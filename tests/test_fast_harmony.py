@@ -267,3 +267,15 @@ def test_check_json_reports_fast_matches_reference(capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["ours"]["fast_matches_reference"] == summary["streams"]
     assert "fast_matches_reference" not in summary["upstream"]
+
+
+def test_messages_include_an_empty_message_closed_by_the_end_of_stream(encoding, tokens):
+    batch = tokens("<|channel|>final<|message|>")
+    parser = StreamableParser(encoding, Role.ASSISTANT)
+    for token in batch:
+        parser.process(token)
+    parser.process_eos()
+    for driver in (HarmonyDriver(encoding), FastHarmonyDriver(encoding)):
+        driver.feed(batch)
+        driver.finish()
+        assert driver.messages == parser.messages != []

@@ -218,7 +218,9 @@ class FastHarmonyDriver:
         """Whether ``token`` only adds text to the open message (``content_delta`` may take it)."""
         if self._reference is not None:
             return self._reference.is_content_token(token)
-        return self._phase is Phase.CONTENT and token not in STOP_TOKENS and 0 <= token < self._vocab
+        return (
+            self._phase is Phase.CONTENT and token not in STOP_TOKENS and 0 <= token < self._vocab
+        )
 
     def content_delta(self, token: int) -> str | None:
         """One content token (precondition: ``is_content_token(token)``): its delta or None."""

@@ -296,6 +296,8 @@ class HarmonyDriver:
             settled = ""
             if self._tokens_fed > self._opened_at:
                 settled = self._settled(self._streamed)
+            else:
+                self._messages_stale = True  # an empty message closed: re-read on demand
             if settled and out and type(out[-1]) is ContentDelta:
                 out[-1] = ContentDelta(out[-1].text + settled)
             elif settled:
