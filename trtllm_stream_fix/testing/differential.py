@@ -368,8 +368,10 @@ def _print_table(
     table.add_column("count")
     for impl in tallies:
         table.add_column(impl, justify="right")
-    for name in (*COUNTS, "raised"):
-        table.add_row(name, *(f"{getattr(t, name)}/{streams}" for t in tallies.values()))
+    for name in (*COUNTS, "raised", "fast_matches_reference"):
+        cells = [getattr(t, name, None) for t in tallies.values()]
+        if any(cell is not None for cell in cells):
+            table.add_row(name, *("–" if c is None else f"{c}/{streams}" for c in cells))
     console.print(table)
     for impl, tally in tallies.items():
         for example in tally.examples:
