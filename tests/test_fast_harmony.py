@@ -24,6 +24,7 @@ from trtllm_stream_fix.core.harmony_driver import (
 from trtllm_stream_fix.core.harmony_tokens import CALL, END, MESSAGE
 from trtllm_stream_fix.core.machine import ResponsesEventMachine
 from trtllm_stream_fix.testing.fuzz import SPECIALS, fuzz_output
+from trtllm_stream_fix.testing.hostile import hostile_output
 from trtllm_stream_fix.testing.parser_differential import (
     driver_difference,
     output_difference,
@@ -117,6 +118,19 @@ def test_synthetic_outputs_match_the_reference(encoding):
 def test_fuzz_outputs_match_the_reference(encoding):
     for seed in range(90):
         output = fuzz_output(seed)
+        assert output_difference(output, splits_for(output), encoding) is None
+
+
+def test_hostile_outputs_match_the_reference(encoding):
+    for seed in range(40):
+        output = hostile_output(seed)
+        assert output_difference(output, splits_for(output), encoding) is None
+
+
+@pytest.mark.slow
+def test_hostile_outputs_match_the_reference_at_scale(encoding):
+    for seed in range(1000, 1600):
+        output = hostile_output(seed)
         assert output_difference(output, splits_for(output), encoding) is None
 
 
