@@ -119,7 +119,7 @@ def test_edits_are_located_by_name_and_change_only_their_targets(tmp_path, shift
         assert isinstance(first, ast.If) and ast.unparse(first.test) == "self.use_harmony"
         assert call in ast.unparse(first.body[0])
     init = _definition(edited, "ResponsesStreamingProcessor.__init__")
-    assert "HarmonyResponsesStream()" in ast.unparse(init.body[-1])
+    assert "HarmonyResponsesStream(_parse_output_tokens, " in ast.unparse(init.body[-1])
     content = _definition(edited, "_create_output_content_harmony")
     assert "harmony_output_content" in ast.unparse(content.body[-1])
     assert "_parse_output_message_harmony" not in ast.unparse(content)  # old body gone
@@ -190,7 +190,7 @@ def test_new_files_are_upstream_shaped_and_name_nothing_of_ours(tree):
             if isinstance(node, ast.ImportFrom) and path.startswith("tensorrt_llm/"):
                 assert node.level == 0, f"{path}: relative import"
     tests = [p for p in change.tests if Path(p).name.startswith("test_")]
-    assert len(tests) == 4
+    assert len(tests) == 5
     for path in tests:
         assert "pytestmark = pytest.mark.cpu_only" in change.new_files[path], path
 

@@ -29,12 +29,19 @@ _SUPPORT_MODULES = {
     "trtllm_stream_fix.checker": "checker",
     "trtllm_stream_fix.checker.responses": "checker",
     "trtllm_stream_fix.jsonlimits": "jsonlimits",
+    "trtllm_stream_fix.checker.chat": "checker_chat",
+    "trtllm_stream_fix.testing.chat_differential": "chat_differential",
+    "trtllm_stream_fix.testing.chat_oracle": "chat_oracle",
+    "trtllm_stream_fix.testing.chat_baseline": "chat_baseline",
+    "trtllm_stream_fix.testing.report": "report",
     "trtllm_stream_fix.testing.synthetic": "synthetic",
     "trtllm_stream_fix.testing.sdk_oracle": "sdk_oracle",
     "trtllm_stream_fix.testing.visible": "visible",
     "trtllm_stream_fix.upstream_pr.templates.tests.streams": "streams",
 }
 _LICENSE_LINE = "# SPDX-License-Identifier: Apache-2.0\n"
+# Our switches' environment variables take upstream's TRTLLM_ prefix.
+ENV_PREFIX, UPSTREAM_ENV_PREFIX = "TRTLLM_STREAM_FIX_", "TRTLLM_HARMONY_STREAM_"
 
 
 class ConversionError(ValueError):
@@ -219,7 +226,7 @@ def leftovers(text: str) -> list[str]:
     return [
         line.strip()
         for line in text.splitlines()
-        if OUR_PACKAGE in line or "trtllm-stream-fix" in line
+        if OUR_PACKAGE in line or "trtllm-stream-fix" in line or ENV_PREFIX in line
     ]
 
 
@@ -236,6 +243,7 @@ def convert(placement: Placement, year: int) -> str:
         in_support=in_support,
     )
     text = text.replace("trtllm_stream_fix.core", PACKAGE)
+    text = text.replace(ENV_PREFIX, UPSTREAM_ENV_PREFIX)
     text = strip_repo_references(text)
     text = raw_docstrings(text)
     if placement.dest.startswith("tests/"):

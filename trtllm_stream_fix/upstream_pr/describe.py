@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .changeset import ChangeSet
+from .convert import UPSTREAM_ENV_PREFIX
 from .layout import L0_ENTRY, PACKAGE, REPO, TITLE_PATTERN
 
 SUMMARY = "Stream Harmony Responses events token by token at any stream_interval"
@@ -127,6 +128,11 @@ def _description(
         "`_create_output_content_harmony` uses the same message-to-item mapping as the "
         "stream; `_parse_response_input` renders assistant items "
         "on their phase's channel. Non-Harmony requests are unchanged.",
+        "- Two switches trade correctness for the old behaviour where a deployment needs it: "
+        f"`{UPSTREAM_ENV_PREFIX}PREAMBLES=drop` (no commentary-channel preamble items) and "
+        f"`{UPSTREAM_ENV_PREFIX}LENGTH_TERMINAL=completed` (`response.completed` with status "
+        "`incomplete` on a token-limit cut instead of `response.incomplete`).",
+        *_chat_bullet(change),
         "",
         "**Benchmark.**",
         "",
@@ -138,6 +144,22 @@ def _description(
     if change.notes:
         lines += ["", "**Notes.**", *(f"- {note}" for note in change.notes)]
     return "\n".join(lines)
+
+
+def _chat_bullet(change: ChangeSet) -> list[str]:
+    chat = sorted(
+        Path(p).name
+        for p in change.new_files
+        if p.startswith("tensorrt_llm/") and Path(p).name.startswith("chat_")
+    )
+    if not chat or any(p.endswith("postprocess_handlers.py") for p in change.modified):
+        return []
+    names = ", ".join(f"`{n}`" for n in chat)
+    return [
+        f"- The package also holds the Chat Completions chunk machine ({names}) on the same "
+        "driver facts, with its tests; wiring it into the Harmony chat post-processors is a "
+        "follow-up."
+    ]
 
 
 def _coverage(change: ChangeSet) -> str:

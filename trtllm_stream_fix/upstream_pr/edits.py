@@ -15,6 +15,9 @@ plugin (run time)                                      source edit
 ``_create_output_content_harmony`` wrapped             its body calls ``harmony_output_content``
 ``_parse_response_input`` wrapped                      decorated with ``with_phase_channel``
 ``openai_server.ResponsesStreamingProcessor``          nothing: it is the same class
+``guard_responses_stream`` wrapped (and its binding)   treats every terminal event as final (the
+                                                       form upstream adopted later); no edit where
+                                                       it already does
 =====================================================  ===========================================
 """
 
@@ -37,6 +40,8 @@ CARRIED = {
     "tensorrt_llm.serve.openai_server.ResponsesStreamingProcessor": "same class, no edit",
     "tensorrt_llm.serve.responses_utils._create_output_content_harmony": "function body",
     "tensorrt_llm.serve.responses_utils._parse_response_input": "decorator",
+    "tensorrt_llm.serve.responses_utils.guard_responses_stream": "terminal markers",
+    "tensorrt_llm.serve.openai_server.guard_responses_stream": "same function, no edit",
 }
 
 
@@ -125,10 +130,15 @@ def _processor_inserts(tree: ast.Module) -> list[_Insert]:
     out = []
     init = _method(tree, "__init__")
     end = init.body[-1].end_lineno
+    model = "ResponsesResponse" if "ResponsesResponse" in _imported_names(tree) else "None"
     out.append(
         _Insert(
             end,  # type: ignore[arg-type]
-            _lines_of(_indent(init), f"self.{STREAM_ATTR} = {ALIAS}.HarmonyResponsesStream()"),
+            _lines_of(
+                _indent(init),
+                f"self.{STREAM_ATTR} = {ALIAS}.HarmonyResponsesStream(\n"
+                f"    _parse_output_tokens, {model})",
+            ),
         )
     )
     initial = _method(tree, "get_initial_responses")
@@ -159,8 +169,10 @@ def _processor_inserts(tree: ast.Module) -> list[_Insert]:
             _lines_of(
                 _indent(non_store),
                 "if self.use_harmony:\n"
-                f"    frame, _ = self.{STREAM_ATTR}.final_response(\n"
+                f"    frame, response = self.{STREAM_ATTR}.final_response(\n"
                 f"        {_final_args(non_store)})\n"
+                f"    self.{STREAM_ATTR}.store_soon(self, response, "
+                f"{_param(non_store, 1, 'final_res')})\n"
                 "    return frame",
             ),
         )
@@ -177,18 +189,21 @@ def _processor_inserts(tree: ast.Module) -> list[_Insert]:
                 "if self.use_harmony:\n"
                 f"    frame, response = self.{STREAM_ATTR}.final_response(\n"
                 f"        {_final_args(final)})\n"
-                "    if (response is not None and self.enable_store\n"
-                "            and self.conversation_store is not None):\n"
-                "        await self.conversation_store.store_response(\n"
-                "            resp=response,\n"
-                f"            resp_msgs={ALIAS}.harmony_output_messages(\n"
-                f"                {final_res}.outputs[0].token_ids, _parse_output_tokens),\n"
-                "            prev_resp_id=self.request.previous_response_id)\n"
+                f"    await self.{STREAM_ATTR}.store(self, response, {final_res})\n"
                 "    return frame",
             ),
         )
     )
     return out
+
+
+def _imported_names(tree: ast.Module) -> set[str]:
+    return {
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
 
 
 def _final_args(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
@@ -221,6 +236,63 @@ def _parse_input_insert(tree: ast.Module) -> _Insert:
     return _Insert(node.lineno - 1, f"{pad}@{ALIAS}.with_phase_channel\n")
 
 
+_TERMINAL_MARKERS = """\
+_INCOMPLETE_EVENT_MARKER = "event: response.incomplete"
+_FAILED_EVENT_MARKER = "event: response.failed"
+_TERMINAL_EVENT_MARKERS = (_COMPLETED_EVENT_MARKER, _INCOMPLETE_EVENT_MARKER,
+                           _FAILED_EVENT_MARKER)
+_TERMINAL_EVENT_MARKERS_BYTES = tuple(
+    marker.encode("utf-8") for marker in _TERMINAL_EVENT_MARKERS)
+"""
+_TERMINAL_CHECK = """\
+markers = (_TERMINAL_EVENT_MARKERS_BYTES if isinstance(
+    chunk, bytes) else _TERMINAL_EVENT_MARKERS)
+completed = any(marker in chunk for marker in markers)"""
+
+
+def _module_assign(tree: ast.Module, name: str) -> ast.Assign | None:
+    return next(
+        (
+            n
+            for n in tree.body
+            if isinstance(n, ast.Assign) and [ast.unparse(x) for x in n.targets] == [name]
+        ),
+        None,
+    )
+
+
+def _guard_inserts(tree: ast.Module) -> list[_Insert]:
+    """``guard_responses_stream`` treating every terminal event as final (not only completed).
+
+    The form upstream itself adopted later (its terminal-event line); lines that already
+    have it, or whose guard differs, get no edit.
+    """
+    guard = find_definition(tree, "guard_responses_stream")
+    marker = _module_assign(tree, "_COMPLETED_EVENT_MARKER_BYTES")
+    if guard is None or marker is None or _module_assign(tree, "_TERMINAL_EVENT_MARKERS"):
+        return []
+    check = next(
+        (
+            n
+            for n in ast.walk(guard)
+            if isinstance(n, ast.Assign)
+            and [ast.unparse(x) for x in n.targets] == ["completed"]
+            and "_COMPLETED_EVENT_MARKER" in ast.unparse(n.value)
+        ),
+        None,
+    )
+    if check is None:
+        return []
+    return [
+        _Insert(marker.end_lineno, _TERMINAL_MARKERS),  # type: ignore[arg-type]
+        _Insert(
+            check.lineno - 1,
+            _lines_of(check.col_offset, _TERMINAL_CHECK),
+            replace_to=check.end_lineno,
+        ),
+    ]
+
+
 def edit_responses_utils(text: str) -> str:
     """``responses_utils.py`` with the Harmony Responses path delegating to the new package."""
     if IMPORT_LINE in text:
@@ -231,6 +303,7 @@ def edit_responses_utils(text: str) -> str:
         *_processor_inserts(tree),
         _output_content_insert(tree),
         _parse_input_insert(tree),
+        *_guard_inserts(tree),
     ]
     lines = text.splitlines(keepends=True)
     for insert in sorted(inserts, key=lambda i: i.line, reverse=True):

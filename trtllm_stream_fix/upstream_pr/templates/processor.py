@@ -13,7 +13,9 @@ stream, and the Harmony channel of assistant items sent back as input.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import logging
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,6 +30,8 @@ from ...core.nonstreaming import build_response
 from ...core.response import ECHOED_REQUEST_FIELDS, request_echo
 from ...core.sse import format_sse
 from ...defaults import edge_defaults
+
+logger = logging.getLogger(__name__)
 
 TERMINAL_TYPES = frozenset(("response.completed", "response.incomplete", "response.failed"))
 INITIAL_EVENTS = 2  # response.created + response.in_progress
@@ -65,15 +69,33 @@ class HarmonyResponsesStream:
     """The Harmony event machine of one streamed Responses request.
 
     The methods take the owning ``ResponsesStreamingProcessor`` (its request, its running
-    ``sequence_number``). The machine holds a Rust parser and is not pickled: the copy a
-    post-processing worker receives builds its own on the first engine response. Per-request
-    state is released with the terminal event.
+    ``sequence_number``). Every frame holds one event and a final-response call returns one
+    event, the terminal one; numbering is 0, 1 for the opening pair and continues from 2 in
+    whichever process builds the later events. A stream that fails early (malformed Harmony)
+    sends ``error`` at once and holds ``response.failed`` for the final-response call. The
+    machine holds a Rust parser and is not pickled: the copy a post-processing worker
+    receives builds its own on the first engine response. Per-request state is released with
+    the terminal event.
+
+    Args:
+        parse_messages: parses output tokens into Harmony messages (conversation history).
+        response_model: the server's response model (``ResponsesResponse``); a stored streamed
+            response is built with its ``from_request``, as a non-streaming one is.
+        config: behaviour switches (default: from the environment).
     """
 
-    def __init__(self, config: StreamConfig | None = None) -> None:
+    def __init__(
+        self,
+        parse_messages: Callable[[list[int]], list[Any]],
+        response_model: Any = None,
+        config: StreamConfig | None = None,
+    ) -> None:
         self.config = StreamConfig.from_env(os.environ) if config is None else config
+        self._parse_messages = parse_messages
+        self._response_model = response_model
         self._machine: ResponsesEventMachine | None = None
         self._terminal: list[Any] = []
+        self._ended = False  # the terminal event is decided (held for the final call)
         self._closed = False
 
     def __getstate__(self) -> dict[str, Any]:
@@ -85,12 +107,13 @@ class HarmonyResponsesStream:
         """``response.created`` and ``response.in_progress`` as SSE frames (once)."""
         if self._machine is not None or self._closed:
             return []
+        processor.sequence_number = 0
         return [self._send(processor, event) for event in self._start(processor)]
 
     def process_output(self, processor: Any, res: Any) -> list[str]:
         """The SSE frames for one engine response (the terminal event is held back)."""
-        if self._closed:
-            return []
+        if self._closed or self._ended:
+            return []  # the terminal event is decided: nothing goes out before it
         machine = self._machine_for(processor, res)
         output = res.outputs[0]
         done = bool(res._done)
@@ -99,19 +122,19 @@ class HarmonyResponsesStream:
             finished=done,
             finish_reason=output.finish_reason if done else None,
         )
-        if machine.finished and done:
-            # The terminal event goes out from get_final_response*, as before.
+        if machine.finished:
             cut = next((i for i, e in enumerate(events) if e.type in TERMINAL_TYPES), len(events))
             events, self._terminal = events[:cut], events[cut:]
-        elif machine.finished:
-            # Failed before the engine finished: the stream ends now; nothing follows.
-            self._machine, self._closed = None, True
+            self._ended = True
         return [self._send(processor, event) for event in events]
 
     def final_response(
         self, processor: Any, final_res: Any, num_prompt_tokens: int | None = None
     ) -> tuple[str, Response | None]:
-        """The terminal SSE frame and the final response; releases the per-request state."""
+        """The terminal SSE frame and the response to store (None for a failed stream).
+
+        Releases the per-request state.
+        """
         if self._closed:
             return "", None
         machine = self._machine_for(processor, final_res)
@@ -120,12 +143,66 @@ class HarmonyResponsesStream:
             output = final_res.outputs[0]
             events = machine.feed([], finished=True, finish_reason=output.finish_reason)
         response = machine.final_response
+        if response is not None and response.status == "failed":
+            response = None  # a failed stream is not stored
         if response is not None and num_prompt_tokens is not None and response.usage:
             response.usage.input_tokens = num_prompt_tokens
             response.usage.total_tokens = num_prompt_tokens + response.usage.output_tokens
         frame = "".join(self._send(processor, event) for event in events)
         self._machine, self._terminal, self._closed = None, [], True
         return frame, response
+
+    async def store(self, processor: Any, response: Response | None, final_res: Any) -> None:
+        """Store a streamed response and its Harmony messages as a non-streaming one is."""
+        if not self._storing(processor, response):
+            return
+        try:
+            await processor.conversation_store.store_response(
+                resp=self._server_response(processor, response),
+                resp_msgs=harmony_output_messages(
+                    final_res.outputs[0].token_ids, self._parse_messages
+                ),
+                prev_resp_id=getattr(processor.request, "previous_response_id", None),
+            )
+        except Exception:  # storing must never break the stream
+            logger.exception("streamed response %s not stored", response.id)
+
+    def store_soon(self, processor: Any, response: Response | None, final_res: Any) -> None:
+        """``store`` from a synchronous caller on the event loop (the streaming loop's)."""
+        if not self._storing(processor, response):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            logger.warning("streamed response %s not stored: no event loop", response.id)
+            return
+        task = loop.create_task(self.store(processor, response, final_res))
+        _PENDING_STORES.add(task)
+        task.add_done_callback(_PENDING_STORES.discard)
+
+    def _server_response(self, processor: Any, response: Response) -> Any:
+        """``response`` as the server's response model (what non-streaming stores)."""
+        model = self._response_model
+        if model is None:
+            return response
+        return model.from_request(
+            request=processor.request,
+            sampling_params=processor.sampling_params,
+            model_name=processor.model_name,
+            created_time=processor.response_creation_time,
+            output=list(response.output),
+            status=response.status,
+            usage=None,
+        )
+
+    @staticmethod
+    def _storing(processor: Any, response: Response | None) -> bool:
+        return (
+            response is not None
+            and bool(processor.enable_store)
+            and bool(getattr(processor.request, "store", True))
+            and processor.conversation_store is not None
+        )
 
     def _start(self, processor: Any) -> list[Any]:
         self._machine = ResponsesEventMachine(
@@ -149,6 +226,9 @@ class HarmonyResponsesStream:
         event.sequence_number = processor.sequence_number
         processor.sequence_number += 1
         return format_sse(event)
+
+
+_PENDING_STORES: set[asyncio.Task[None]] = set()  # keeps scheduled stores alive until done
 
 
 def harmony_output_messages(
