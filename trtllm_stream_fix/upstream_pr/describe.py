@@ -157,7 +157,7 @@ def _chat_bullet(change: ChangeSet) -> list[str]:
     names = ", ".join(f"`{n}`" for n in chat)
     return [
         f"- The package also holds the Chat Completions chunk machine ({names}) on the same "
-        "driver facts, with its tests; wiring it into the Harmony chat post-processors is a "
+        "driver facts; wiring it into the Harmony chat post-processors, with its tests, is a "
         "follow-up."
     ]
 

@@ -116,7 +116,6 @@ def module_placements() -> list[Placement]:
 TEST_FILES = (
     ("tests/test_driver.py", "test_harmony_driver.py", None),
     ("tests/test_machine.py", "test_responses_event_machine.py", None),
-    ("tests/test_chat_machine.py", "test_chat_chunk_machine.py", None),
     (
         "tests/test_regressions.py",
         "test_responses_harmony_regressions.py",
@@ -131,11 +130,6 @@ SUPPORT_FILES = (
     ("trtllm_stream_fix/testing/visible.py", "visible.py"),
     ("trtllm_stream_fix/checker/responses.py", "checker.py"),
     ("trtllm_stream_fix/jsonlimits.py", "jsonlimits.py"),
-    ("trtllm_stream_fix/checker/chat.py", "checker_chat.py"),
-    ("trtllm_stream_fix/testing/chat_differential.py", "chat_differential.py"),
-    ("trtllm_stream_fix/testing/chat_oracle.py", "chat_oracle.py"),
-    ("trtllm_stream_fix/testing/chat_baseline.py", "chat_baseline.py"),  # chat_differential's
-    ("trtllm_stream_fix/testing/report.py", "report.py"),
     ("trtllm_stream_fix/upstream_pr/templates/tests/streams.py", "streams.py"),
 )
 TEMPLATE_TESTS = (
