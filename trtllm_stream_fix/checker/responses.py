@@ -26,6 +26,7 @@ import pydantic
 
 from ..core.harmony_tokens import MARKUP
 from ..jsonlimits import MAX_DEPTH, loads, too_deep
+from .schema_compat import for_installed_schema
 
 __all__ = [
     "ADVISORY_RULES",
@@ -424,6 +425,10 @@ class ResponsesStreamChecker:
         try:
             cls.model_validate(dict(event), strict=True)
         except pydantic.ValidationError as exc:
+            mapped, notes = for_installed_schema(event)
+            if notes and _validates(cls, mapped):
+                self._warn(f"{notes[0]} is newer than this openai's schema", once=notes[0])
+                return
             errors = []
             for err in exc.errors():
                 loc = ".".join(str(p) for p in err["loc"])
@@ -937,3 +942,11 @@ def check_responses_events(
     for event in events:
         checker.feed(event)
     return checker.finish()
+
+
+def _validates(cls: type[pydantic.BaseModel], event: Mapping[str, Any]) -> bool:
+    try:
+        cls.model_validate(dict(event), strict=True)
+    except pydantic.ValidationError:
+        return False
+    return True

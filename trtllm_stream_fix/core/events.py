@@ -192,6 +192,8 @@ def text_done(record: ItemRecord, seq: int):
         type="response.function_call_arguments.done",
         item_id=record.item_id,
         output_index=record.output_index,
+        # Required by openai 2.x's schema (TensorRT-LLM images), an extra field in 3.x.
+        name=record.name,
         arguments=record.text,
         sequence_number=seq,
     )

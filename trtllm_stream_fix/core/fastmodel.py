@@ -6,23 +6,32 @@
 we emit are built by us, so ``construct`` fills in defaults and sets the instance dict
 directly (about 1 µs). The result serialises exactly like a validated model.
 
+Values for fields the installed ``openai`` does not declare (older versions have fewer) also
+go to the model's extras (``openai`` models allow extra fields), so they serialise the same at
+every supported version. Where direct construction does not work (``compat``), pydantic's
+``model_construct`` builds the same model.
+
 ``validating(True)`` (the test suite turns it on) validates every model built here against
 its class first, so a wrong type or a part of the wrong class raises ``TypeError``.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticUndefined
 
+from .compat import direct_construction_matches, ensure_complete, public_construct
+
 M = TypeVar("M", bound=BaseModel)
 
 _new = object.__new__
 _set = object.__setattr__
-_DEFAULTS: dict[type, tuple[tuple[str, Any, Callable[[], Any] | None], ...]] = {}
+Defaults = tuple[tuple[str, Any, Callable[[], Any] | None], ...]
+_CLASSES: dict[type, tuple[Defaults, frozenset[str]]] = {}
 _validating = False
 
 
@@ -43,33 +52,58 @@ def _validate(cls: type, values: dict[str, Any]) -> None:
         raise TypeError(f"{cls.__name__} built from invalid values: {exc}") from exc
 
 
-def _defaults(cls: type) -> tuple[tuple[str, Any, Callable[[], Any] | None], ...]:
-    found = _DEFAULTS.get(cls)
+def _shape(cls: type) -> tuple[Defaults, frozenset[str]]:
+    """``cls``'s field defaults and field names (its schema built, once per class)."""
+    found = _CLASSES.get(cls)
     if found is None:
-        found = tuple(
+        ensure_complete(cls)
+        defaults = tuple(
             (name, field.default, field.default_factory)
             for name, field in cls.model_fields.items()
             if field.default is not PydanticUndefined or field.default_factory is not None
         )
-        _DEFAULTS[cls] = found
+        found = _CLASSES[cls] = (defaults, frozenset(cls.model_fields))
     return found
 
 
-def construct(cls: type[M], **values: Any) -> M:
-    """An instance of ``cls`` holding ``values`` (unvalidated) plus field defaults."""
-    for name, default, factory in _defaults(cls):
+def _fill(cls: type, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``values`` plus field defaults, and the values of fields ``cls`` does not declare."""
+    defaults, names = _shape(cls)
+    for name, default, factory in defaults:
         if name not in values:
             values[name] = factory() if factory is not None else default
-    if _validating:
-        _validate(cls, values)
+    extra: dict[str, Any] = {}
+    if len(values) != len(names):  # fields this openai version does not declare
+        # Kept in the instance dict too, where pydantic ignores them: SSE framing reads the
+        # dict, so the wire order stays the order given.
+        extra = {name: value for name, value in values.items() if name not in names}
+    return values, extra
+
+
+def _direct(cls: type[M], values: dict[str, Any], extra: dict[str, Any]) -> M:
     model = _new(cls)
     _set(model, "__dict__", values)
     # Only non-None values count as set, so ``exclude_unset`` serialises like
     # ``exclude_none`` at a fraction of its cost (5 µs instead of ~200 µs for a Response).
     _set(model, "__pydantic_fields_set__", {k for k, v in values.items() if v is not None})
-    _set(model, "__pydantic_extra__", {})
+    _set(model, "__pydantic_extra__", extra)
     _set(model, "__pydantic_private__", None)
     return model
+
+
+@functools.cache
+def _direct_works() -> bool:
+    return direct_construction_matches(lambda cls, **values: _direct(cls, *_fill(cls, values)))
+
+
+def construct(cls: type[M], **values: Any) -> M:
+    """An instance of ``cls`` holding ``values`` (unvalidated) plus field defaults."""
+    values, extra = _fill(cls, values)
+    if _validating:
+        _validate(cls, values)
+    if _direct_works():
+        return _direct(cls, values, extra)
+    return public_construct(cls, values)
 
 
 def construct_complete(cls: type[M], values: dict[str, Any]) -> M:
@@ -77,6 +111,8 @@ def construct_complete(cls: type[M], values: dict[str, Any]) -> M:
 
     The per-token path: delta events are built from a dict literal naming all their fields.
     """
+    if len(values) != len(_shape(cls)[1]) or not _direct_works():
+        return construct(cls, **values)
     if _validating:
         _validate(cls, values)
     model = _new(cls)

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from openai._models import construct_type
 from openai.types.responses import Response, ResponseUsage, Tool
 from openai.types.responses.response import IncompleteDetails
 from openai.types.responses.response_error import ResponseError
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
+from .compat import construct_type
 from .context import ResponseContext
 from .fastmodel import construct, construct_complete
 from .items import ItemRecord, build_item

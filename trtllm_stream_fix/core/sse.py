@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
 from pydantic import BaseModel
 
+from .compat import json_dumps, json_loads
 from .events import DELTA_TYPES
 
 
@@ -16,7 +16,7 @@ def event_to_dict(event: Any) -> dict[str, Any]:
     """A JSON-ready dict of ``event``, exactly as it goes on the wire (``event_to_json``)."""
     if isinstance(event, dict):
         return event
-    return orjson.loads(model_to_json(event))
+    return json_loads(model_to_json(event))
 
 
 _ALIASED: dict[type, bool] = {}
@@ -49,7 +49,7 @@ def model_to_json(model: Any) -> str:
     and the same JSON as ``model_dump_json(by_alias=True)`` (tested).
     """
     try:
-        return orjson.dumps(model, default=_model_fields).decode()
+        return json_dumps(model, default=_model_fields).decode()
     except TypeError:
         return model.model_dump_json(by_alias=True, warnings=False)
 
@@ -58,7 +58,7 @@ def event_to_json(event: Any) -> str:
     """``event`` as compact JSON (every field, ``null`` where unset)."""
     if event.type in DELTA_TYPES:  # plain values only: orjson straight from the fields
         try:
-            return orjson.dumps(event.__dict__).decode()
+            return json_dumps(event.__dict__).decode()
         except TypeError:  # a nested model (e.g. logprobs entries): take the general path
             pass
     return model_to_json(event)

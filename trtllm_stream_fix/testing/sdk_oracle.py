@@ -3,13 +3,22 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 from typing import Any
 
-from openai._models import construct_type
 from openai._types import omit
-from openai.lib.streaming.responses import ResponseStreamState
+from openai.lib.streaming.responses import ResponseStreamState, _responses
 from openai.types.responses import Response, ResponseStreamEvent
+
+from ..core.compat import construct_type
+
+_SOURCE = inspect.getsource(_responses)
+REJECTS_UNFINISHED_ITEMS = "unfinished output items" in _SOURCE
+"""Whether this openai's accumulator refuses ``response.completed`` with an item still open
+(openai 3.x; 2.x accepts it, so there only our strict checker catches that)."""
+REJECTS_DUPLICATE_INDEX = "Duplicate response output index" in _SOURCE
+"""Whether it refuses a second item at the same ``output_index`` (openai 3.x)."""
 
 
 def sdk_accumulate(events: Iterable[dict[str, Any]]) -> Response | None:

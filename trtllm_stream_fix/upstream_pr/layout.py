@@ -129,6 +129,7 @@ SUPPORT_FILES = (
     ("trtllm_stream_fix/testing/sdk_oracle.py", "sdk_oracle.py"),
     ("trtllm_stream_fix/testing/visible.py", "visible.py"),
     ("trtllm_stream_fix/checker/responses.py", "checker.py"),
+    ("trtllm_stream_fix/checker/schema_compat.py", "schema_compat.py"),
     ("trtllm_stream_fix/jsonlimits.py", "jsonlimits.py"),
     ("trtllm_stream_fix/upstream_pr/templates/tests/streams.py", "streams.py"),
 )
