@@ -1,12 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""One home for what differs across the supported ``openai``, ``pydantic`` and ``orjson``
-versions (floors in ``pyproject.toml``).
+"""What differs across the supported ``openai``, ``pydantic`` and ``orjson`` versions.
 
-Each shortcut is detected once, where it is first needed; when it is missing the public API
-is used instead and one line is logged (this module's logger). Output is the same
-either way; only the cost differs. openai-harmony 0.0.4 to 0.0.8 differ only in
-``StreamableParser``'s ``strict`` argument (0.0.6+; 0.0.4 always parses strictly), which
-``harmony_driver.new_parser`` detects.
+The supported ranges start at the floors in ``pyproject.toml``. Each shortcut is detected
+once, where it is first needed; when it is missing, the public API is used instead and one
+line is logged (this module's logger). Output is the same either way; only the cost
+differs. openai-harmony 0.0.4 to 0.0.8 differ only in ``StreamableParser``'s ``strict``
+argument (0.0.6+; 0.0.4 always parses strictly), which ``harmony_driver.new_parser`` detects.
 """
 
 from __future__ import annotations
