@@ -20,7 +20,7 @@ import plugin_harness
 
 plugin_harness.use_standin()
 
-from tensorrt_llm.serve import openai_server, responses_utils
+from tensorrt_llm.serve import openai_server, postprocess_handlers, responses_utils
 
 from trtllm_stream_fix.plugin import installer as install_mod
 from trtllm_stream_fix.plugin import targets
@@ -35,6 +35,10 @@ NAMES = [
     (responses_utils, "_parse_response_input"),
     (responses_utils, "guard_responses_stream"),
     (openai_server, "guard_responses_stream"),
+    (postprocess_handlers, "chat_harmony_streaming_post_processor"),
+    (postprocess_handlers, "chat_harmony_post_processor"),
+    (openai_server, "chat_harmony_streaming_post_processor"),
+    (openai_server, "chat_harmony_post_processor"),
 ]
 
 
@@ -182,3 +186,40 @@ def test_openai_server_imported_after_the_patch_is_recorded_and_restored(monkeyp
     assert (outcome.status, outcome.detail) == ("already", "bound at import")
     uninstall()
     assert openai_server.ResponsesStreamingProcessor is targets.upstream_class(fixed)
+
+
+def test_chat_post_processors_are_patched_and_pickle_by_reference():
+    import pickle
+
+    from trtllm_stream_fix.plugin import chat
+
+    install()
+    for module in (postprocess_handlers, openai_server):
+        function = module.chat_harmony_streaming_post_processor
+        assert function is chat.chat_harmony_streaming_post_processor
+        assert pickle.loads(pickle.dumps(function)) is function  # what a worker receives
+        assert module.chat_harmony_post_processor is chat.chat_harmony_post_processor
+
+
+def test_a_chat_mismatch_in_a_module_loaded_later_takes_back_the_responses_patches(monkeypatch):
+    """All or nothing with the Responses set, also when postprocess_handlers loads last."""
+    before = _snapshot()
+    name = "tensorrt_llm.serve.postprocess_handlers"
+    monkeypatch.delitem(sys.modules, name)  # not imported yet
+    first = {o.target: o.status for o in install().outcomes}
+    assert first["tensorrt_llm.serve.responses_utils.ResponsesStreamingProcessor"] == "patched"
+    assert first[f"{name}.chat_harmony_post_processor"] == "not-loaded"
+
+    def chat_harmony_post_processor(rsp, args, tokenizer):  # an upstream that changed shape
+        raise AssertionError("never called")
+
+    monkeypatch.setattr(
+        postprocess_handlers, "chat_harmony_post_processor", chat_harmony_post_processor
+    )
+    monkeypatch.setitem(sys.modules, name, postprocess_handlers)  # now it has loaded
+    second = install()
+    assert {o.status for o in second.outcomes} == {"refused"}
+    assert "chat_harmony_post_processor" in install_mod.last_refusals()["responses"]
+    assert responses_utils.ResponsesStreamingProcessor is before[0]  # taken back
+    assert openai_server.ResponsesStreamingProcessor is before[1]
+    assert not install_mod.is_active()

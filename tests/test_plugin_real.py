@@ -104,14 +104,17 @@ def test_real_modules_match_the_recorded_shapes(real):
     assert bad == {
         "tensorrt_llm.serve.openai_server.ResponsesStreamingProcessor": "not-loaded",
         "tensorrt_llm.serve.openai_server.guard_responses_stream": "not-loaded",
+        "tensorrt_llm.serve.openai_server.chat_harmony_streaming_post_processor": "not-loaded",
+        "tensorrt_llm.serve.openai_server.chat_harmony_post_processor": "not-loaded",
     }
 
 
 def test_install_patches_the_real_modules_and_uninstall_restores_them(real):
     statuses = dict(real["install"])
     assert not {"refused", "error"} & set(statuses.values()), statuses
-    # processor, non-streaming mapper, stream guard, input channels (all or nothing)
-    assert list(statuses.values()).count("patched") == 4
+    # processor, non-streaming mapper, stream guard, input channels and the two chat
+    # post-processors in postprocess_handlers (all or nothing)
+    assert list(statuses.values()).count("patched") == 6
     assert {status for _, status in real["uninstall"]} == {"restored"}
     assert real["restored"] is True
 

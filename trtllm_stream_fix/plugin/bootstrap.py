@@ -24,7 +24,11 @@ import os
 import sys
 from typing import Any
 
-WATCHED = ("tensorrt_llm.serve.responses_utils", "tensorrt_llm.serve.openai_server")
+WATCHED = (
+    "tensorrt_llm.serve.responses_utils",
+    "tensorrt_llm.serve.postprocess_handlers",
+    "tensorrt_llm.serve.openai_server",
+)
 ENV = "TRTLLM_STREAM_FIX"
 _OFF = ("0", "off", "false", "no", "disable", "disabled")
 MARKER = "_trtllm_stream_fix_hook"

@@ -3,11 +3,12 @@
 
 ``install()`` is idempotent and per process: it patches every patch set whose module has
 finished importing, and can be called again when another module loads (the import hook
-does). Patch sets that must agree form a group (``RESPONSES``: the streaming processor, the
-non-streaming mapper, the stream guard and the input channels; a Chat Completions group can
-be added beside it): if any target of any set in a group does not match the recorded
-shapes, the whole group is refused, with one log line per mismatch naming the target, the
-expected and the found shape; upstream is left untouched. ``last_refusals()`` keeps the
+does). Patch sets that must agree form a group (``responses``: the streaming processor, the
+non-streaming mapper, the stream guard, the input channels and the Chat Completions
+post-processors): if any target of any set in a group does not match the recorded shapes,
+the whole group is refused (what a module loaded earlier had patched is taken back), with
+one log line per mismatch naming the target, the expected and the found shape; upstream is
+left untouched. ``last_refusals()`` keeps the
 reasons for ``doctor``. ``uninstall()`` restores exactly what ``install()`` replaced,
 and only where our replacement is still in place.
 
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import ledger, targets
-from .targets import OPENAI_SERVER, RESPONSES_UTILS, Target
+from .targets import OPENAI_SERVER, POSTPROCESS_HANDLERS, RESPONSES_UTILS, Target
 
 logger = logging.getLogger("trtllm_stream_fix.plugin")
 
@@ -118,6 +119,18 @@ def _guard(original: Any) -> Any:
     return guard_responses_stream(original)
 
 
+def _chat_streaming(original: Any) -> Any:
+    from .chat import chat_harmony_streaming_post_processor
+
+    return chat_harmony_streaming_post_processor
+
+
+def _chat_nonstreaming(original: Any) -> Any:
+    from .chat import chat_harmony_post_processor
+
+    return chat_harmony_post_processor
+
+
 PATCH_SETS: tuple[_PatchSet, ...] = (
     _PatchSet(
         ledger.STREAMING,
@@ -145,6 +158,19 @@ PATCH_SETS: tuple[_PatchSet, ...] = (
         ledger.INPUT,
         (targets.PARSE_INPUT,),
         (_Binding(RESPONSES_UTILS, "_parse_response_input", _parse_input),),
+    ),
+    _PatchSet(
+        ledger.CHAT,
+        targets.CHAT_TARGETS,
+        (
+            _Binding(
+                POSTPROCESS_HANDLERS, "chat_harmony_streaming_post_processor", _chat_streaming
+            ),
+            _Binding(POSTPROCESS_HANDLERS, "chat_harmony_post_processor", _chat_nonstreaming),
+            _Binding(OPENAI_SERVER, "chat_harmony_streaming_post_processor", _chat_streaming),
+            _Binding(OPENAI_SERVER, "chat_harmony_post_processor", _chat_nonstreaming),
+        ),
+        optional=True,  # versions without Harmony chat post-processors
     ),
 )
 
@@ -232,12 +258,12 @@ def _install_group(sets: list[_PatchSet]) -> list[Outcome]:
                 )
             detail = "; ".join(c.describe() for _, c in bad)
             _refusals[sets[0].group] = detail
-            return skipped + [
-                Outcome(b.dotted, "refused", detail)
-                if b in pending
-                else Outcome(b.dotted, "already")
-                for b in bindings
-            ]
+            # A module of the group that loaded later (postprocess_handlers after
+            # responses_utils) can refuse it: take back what was applied, all or nothing.
+            for binding in bindings:
+                if binding.dotted in _applied:
+                    _restore(_applied.pop(binding.dotted))
+            return skipped + [Outcome(b.dotted, "refused", detail) for b in bindings]
     return skipped + [o for s in sets for o in _install_set(s)]
 
 
@@ -281,15 +307,22 @@ def _apply(module: Any, binding: _Binding) -> Outcome:
     return Outcome(binding.dotted, "patched")
 
 
+def _restore(applied: _Applied) -> bool:
+    """Put ``applied``'s original back if our replacement is still bound; True if it was."""
+    module = sys.modules.get(applied.binding.module)
+    current = None if module is None else module.__dict__.get(applied.binding.attr)
+    if module is None or current is not applied.replacement:
+        return False
+    setattr(module, applied.binding.attr, applied.original)
+    return True
+
+
 def uninstall() -> Report:
     """Restore every attribute ``install`` replaced that still holds our replacement."""
     report = Report(mode_from_env())
     with _lock:
         for dotted, applied in list(_applied.items()):
-            module = sys.modules.get(applied.binding.module)
-            current = None if module is None else module.__dict__.get(applied.binding.attr)
-            if module is not None and current is applied.replacement:
-                setattr(module, applied.binding.attr, applied.original)
+            if _restore(applied):
                 report.outcomes.append(Outcome(dotted, "restored"))
             else:
                 logger.warning("not restoring %s: it was rebound by someone else", dotted)

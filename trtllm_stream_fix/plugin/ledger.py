@@ -14,6 +14,12 @@ when upstream ships the fix named in ``remove_when``, delete the entry and its r
 5. ``tensorrt_llm.serve.responses_utils.guard_responses_stream``
    -> ``trtllm_stream_fix.plugin.replacements.guard_responses_stream``
 6. ``tensorrt_llm.serve.openai_server.guard_responses_stream`` (same wrapper)
+7. ``tensorrt_llm.serve.postprocess_handlers.chat_harmony_streaming_post_processor``
+   -> ``trtllm_stream_fix.plugin.chat.chat_harmony_streaming_post_processor``
+8. ``tensorrt_llm.serve.postprocess_handlers.chat_harmony_post_processor``
+   -> ``trtllm_stream_fix.plugin.chat.chat_harmony_post_processor``
+9. ``tensorrt_llm.serve.openai_server.chat_harmony_streaming_post_processor`` (same function)
+10. ``tensorrt_llm.serve.openai_server.chat_harmony_post_processor`` (same function)
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ STREAMING = "streaming"
 NONSTREAMING = "nonstreaming"
 INPUT = "input"
 GUARD = "guard"
+CHAT = "chat"
 
 LEDGER: tuple[LedgerEntry, ...] = (
     LedgerEntry(
@@ -135,6 +142,65 @@ LEDGER: tuple[LedgerEntry, ...] = (
         how="Module global rebound (or already bound when openai_server imported after 5).",
         upstream="as entry 5",
         remove_when="with entry 5",
+    ),
+    LedgerEntry(
+        target="tensorrt_llm.serve.postprocess_handlers.chat_harmony_streaming_post_processor",
+        replacement="trtllm_stream_fix.plugin.chat.chat_harmony_streaming_post_processor",
+        patch_set=CHAT,
+        why=(
+            "harmony_adapter's chat streaming: on the older line the response marked done is "
+            "never parsed (up to stream_interval-1 tokens lost: the end of the answer, the closing "
+            "of tool-call arguments), the role chunk is sent with every response, a tool call on "
+            "the analysis channel lands in reasoning, preambles reach content with Harmony markup "
+            "and finish_reason is 'stop' after a tool call; the newer line keeps the markup and "
+            "the finish reason and aborts after analysis -> preamble -> final."
+        ),
+        how=(
+            "Module global rebound to a module-level function (pickled by reference to "
+            "PostprocWorkers). One ChatChunkMachine per request kept on the post-processor args "
+            "(created on the first response, released on the last); frames without [DONE] "
+            "(the server appends it); a stream that ended with an error aborts the request."
+        ),
+        upstream="NVIDIA/TensorRT-LLM#11488, #12045, #12292, #12467 (chat delta fixes)",
+        remove_when=(
+            "upstream's Harmony chat path parses the done response, sends the role once, routes "
+            "tool calls on every channel, strips preamble markup and reports tool_calls"
+        ),
+    ),
+    LedgerEntry(
+        target="tensorrt_llm.serve.postprocess_handlers.chat_harmony_post_processor",
+        replacement="trtllm_stream_fix.plugin.chat.chat_harmony_post_processor",
+        patch_set=CHAT,
+        why=(
+            "harmony_output_to_openai keeps preambles in markup, drops analysis-channel tool "
+            "calls into reasoning and tool calls without <|constrain|>json, so the non-streaming "
+            "body differs from any correct stream."
+        ),
+        how=(
+            "Module global rebound; build_chat_completion (the streaming machine fed once) "
+            "returned as upstream's ChatCompletionResponse when it validates; a generation that "
+            "cannot complete raises ValueError with the stream's error message."
+        ),
+        upstream="as entry 7",
+        remove_when="with entry 7",
+    ),
+    LedgerEntry(
+        target="tensorrt_llm.serve.openai_server.chat_harmony_streaming_post_processor",
+        replacement="trtllm_stream_fix.plugin.chat.chat_harmony_streaming_post_processor",
+        patch_set=CHAT,
+        why="openai_server imports the post-processor by name for its PostprocParams.",
+        how="Module global rebound (the same function), so pickling finds one object.",
+        upstream="as entry 7",
+        remove_when="with entry 7",
+    ),
+    LedgerEntry(
+        target="tensorrt_llm.serve.openai_server.chat_harmony_post_processor",
+        replacement="trtllm_stream_fix.plugin.chat.chat_harmony_post_processor",
+        patch_set=CHAT,
+        why="openai_server imports the post-processor by name for its PostprocParams.",
+        how="Module global rebound (the same function).",
+        upstream="as entry 8",
+        remove_when="with entry 8",
     ),
 )
 

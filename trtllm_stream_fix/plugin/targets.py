@@ -20,6 +20,17 @@ Upstream versions the shapes were recorded from (NVIDIA/TensorRT-LLM,
   ``guard_responses_stream(stream, terminal_events)`` no ``on_termination``.
 
 Every shape below was read from those files (docs/real-upstream.md lists them with sha256).
+
+Chat Completions targets (``tensorrt_llm/serve/postprocess_handlers.py``, the post-processors
+``openai_server.chat_harmony`` hands every engine response to, also bound in
+``openai_server``), recorded from:
+
+* ``harmony-38134b13``: the postprocess_handlers of the harmony_adapter 38134b13 line (code-index
+  id 45575800, 19,020 characters; its helpers take no ``first_iteration``/``stream_options``);
+* ``01bf1923``: commit 01bf19231d29d8f0766e31c117d1cf39ed00d3d5 (the newer line, paired with
+  271a1eda), whose helpers take ``first_iteration=``, ``stream_options=`` and stream ids.
+
+Both lines call the post-processors as ``(rsp, args)``.
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ from typing import Any, Literal
 
 RESPONSES_UTILS = "tensorrt_llm.serve.responses_utils"
 OPENAI_SERVER = "tensorrt_llm.serve.openai_server"
+POSTPROCESS_HANDLERS = "tensorrt_llm.serve.postprocess_handlers"
 
 Status = Literal["ok", "missing", "mismatch", "not-loaded"]
 
@@ -143,6 +155,32 @@ PARSE_INPUT = Target(
     "_parse_response_input",
     (_shape(*_ALL, shape="input_msg, prev_responses"),),
 )
+_CHAT_LINES = ("harmony-38134b13", "01bf1923")
+CHAT_STREAMING = Target(
+    POSTPROCESS_HANDLERS,
+    "chat_harmony_streaming_post_processor",
+    (_shape(*_CHAT_LINES, shape="rsp, args"),),
+    optional=True,  # a version without Harmony chat post-processors has nothing to patch
+)
+CHAT_NONSTREAMING = Target(
+    POSTPROCESS_HANDLERS, "chat_harmony_post_processor", (_shape(*_CHAT_LINES, shape="rsp, args"),)
+)
+CHAT_ARGS = Target(POSTPROCESS_HANDLERS, "ChatCompletionPostprocArgs", kind="class")
+SERVER_CHAT_STREAMING = Target(
+    OPENAI_SERVER,
+    "chat_harmony_streaming_post_processor",
+    (_shape(*_CHAT_LINES, shape="rsp, args"),),
+)
+SERVER_CHAT_NONSTREAMING = Target(
+    OPENAI_SERVER, "chat_harmony_post_processor", (_shape(*_CHAT_LINES, shape="rsp, args"),)
+)
+CHAT_TARGETS: tuple[Target, ...] = (
+    CHAT_STREAMING,
+    CHAT_NONSTREAMING,
+    CHAT_ARGS,
+    SERVER_CHAT_STREAMING,
+    SERVER_CHAT_NONSTREAMING,
+)
 ALL_TARGETS: tuple[Target, ...] = (
     *PROCESSOR_TARGETS,
     SERVER_BINDING,
@@ -151,6 +189,7 @@ ALL_TARGETS: tuple[Target, ...] = (
     OUTPUT_CONTENT,
     PARSE_OUTPUT_TOKENS,
     PARSE_INPUT,
+    *CHAT_TARGETS,
 )
 
 

@@ -21,8 +21,10 @@ from typing import Any
 
 from ..executor.postproc_worker import PostprocParams
 from .openai_protocol import ResponsesRequest
-from .postprocess_handlers import (
+from .postprocess_handlers import (  # noqa: F401  (chat names bound as upstream binds them)
     ResponsesAPIPostprocArgs,
+    chat_harmony_post_processor,
+    chat_harmony_streaming_post_processor,
     responses_api_post_processor,
     responses_api_streaming_post_processor,
 )

@@ -50,3 +50,26 @@ def responses_api_streaming_post_processor(
             args.streaming_processor.get_final_response_non_store(rsp, args.num_prompt_tokens)
         )
     return outputs
+
+
+@dataclass(kw_only=True)
+class ChatCompletionPostprocArgs(PostprocArgs):
+    """The Harmony chat arguments (the older line's fields, plus the newer stream options)."""
+
+    model: str
+    tools: list | None = None
+    tool_choice: str | dict | None = None
+    request_id: int | None = None
+    stream_options: object | None = None
+
+
+def chat_harmony_post_processor(rsp: GenerationResult, args: ChatCompletionPostprocArgs):
+    """Upstream calls ``harmony_adapter.handle_non_streaming_response`` (not stood in)."""
+    raise NotImplementedError("the stand-in has no Harmony chat conversion")
+
+
+def chat_harmony_streaming_post_processor(
+    rsp: GenerationResult, args: ChatCompletionPostprocArgs
+) -> list[str]:
+    """Upstream calls ``harmony_adapter.handle_streaming_response`` (not stood in)."""
+    raise NotImplementedError("the stand-in has no Harmony chat conversion")
