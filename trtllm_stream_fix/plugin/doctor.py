@@ -225,12 +225,29 @@ def doctor_report(
 
 
 def doctor_main(argv: list[str] | None = None) -> int:
-    """``trtllm-stream-fix doctor [--json] [--no-spawn] [--ledger]``; 0 when active everywhere."""
+    """``trtllm-stream-fix doctor [--json] [--no-spawn] [--ledger] [--selftest [--source DIR]]``;
+    0 when active everywhere (with ``--selftest``: when every selftest stream passed)."""
     parser = argparse.ArgumentParser(prog="trtllm-stream-fix doctor")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--no-spawn", action="store_true", help="skip the fresh-worker check")
     parser.add_argument("--ledger", action="store_true", help="also print the patch ledger")
+    parser.add_argument(
+        "--selftest",
+        action="store_true",
+        help="drive this TensorRT-LLM's Responses processor, patched, with synthetic outputs",
+    )
+    parser.add_argument(
+        "--source",
+        default=None,
+        help="with --selftest: a TensorRT-LLM source tree (default: $TRTLLM_SOURCE_DIR, "
+        "else the installed tensorrt_llm)",
+    )
+    parser.add_argument("--count", type=int, default=30, help="with --selftest: outputs")
     args = parser.parse_args(argv)
+    if args.selftest:
+        from .selftest import selftest_main
+
+        return selftest_main(args.source, args.count, as_json=args.json)
     report = doctor_report(spawn=not args.no_spawn)
     if args.json:
         data = {

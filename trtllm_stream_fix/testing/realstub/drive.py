@@ -1,0 +1,238 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Drive the real TensorRT-LLM Responses modules as ``openai_server`` does, with and without
+the plugin; print one ``RESULT <json>`` line.
+
+Usage: ``python -m trtllm_stream_fix.testing.realstub.drive SOURCE_DIR [COUNT]`` (or
+``python -m realstub.drive`` from ``tests/``). Per synthetic output, at 1 and 20 tokens per
+engine response and with the processor pickled to an emulated PostprocWorker: a
+``ResponsesStreamingProcessor`` built as the handler builds one, ``get_initial_responses()``, then
+``postprocess_handlers.responses_api_streaming_post_processor(res, args)`` per engine response,
+every frame restamped with ``stamp_sse_sequence_number`` inside ``guard_responses_stream``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pickle
+import sys
+import traceback
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from trtllm_stream_fix.testing import realstub
+
+MODEL = "gpt-oss-20b"
+CREATED = 1_700_000_000
+SPLITS = (1, 20)
+PROMPT = [200006, 1428, 200008, 3686, 200007, 200006, 173781]  # user "hi", then assistant
+
+
+@dataclass
+class Output:
+    """``CompletionOutput`` as the Responses code reads it."""
+
+    index: int = 0
+    token_ids: list[int] = field(default_factory=list)
+    finish_reason: str | None = None
+    stop_reason: int | str | None = None
+    disaggregated_params: Any = None
+    _last_token_ids_len: int = 0
+
+    @property
+    def token_ids_diff(self) -> list[int]:
+        return self.token_ids[self._last_token_ids_len :]
+
+
+@dataclass
+class Result:
+    """``GenerationResult`` mutated in place per engine response, as upstream's is."""
+
+    prompt_token_ids: list[int]
+    id: int = 1
+    cached_tokens: int = 0
+    _done: bool = False
+    outputs: list[Output] = field(default_factory=lambda: [Output()])
+
+    def apply(self, diff: tuple[int, ...], finished: bool, finish_reason: str | None) -> None:
+        output = self.outputs[0]
+        output._last_token_ids_len = len(output.token_ids)
+        output.token_ids.extend(diff)  # the trimmed stop token is already absent from diff
+        self._done = finished
+        output.finish_reason = finish_reason
+
+
+def events_of(frames: list[str]) -> list[dict[str, Any]]:
+    return [
+        json.loads(line[len("data: ") :])
+        for frame in frames
+        for line in frame.splitlines()
+        if line.startswith("data: ")
+    ]
+
+
+def new_streaming_processor(request: Any, sampling: Any) -> tuple[Any, Any]:
+    """The processor and post-processor args of one streamed request, as the handler builds
+    them (the processor class looked up now, so a patched binding is used)."""
+    from tensorrt_llm.serve import postprocess_handlers, responses_utils
+
+    processor = responses_utils.ResponsesStreamingProcessor(
+        request=request,
+        sampling_params=sampling,
+        model_name=MODEL,
+        create_time=CREATED,
+        conversation_store=None,
+        enable_store=False,
+        use_harmony=True,
+        reasoning_parser="gpt_oss",
+    )
+    args = postprocess_handlers.ResponsesAPIPostprocArgs(
+        model=MODEL,
+        request=request,
+        sampling_params=sampling,
+        use_harmony=True,
+        reasoning_parser="gpt_oss",
+        streaming_processor=processor,
+    )
+    return processor, args
+
+
+def stream(output: Any, split: int, *, workers: bool) -> tuple[list[dict[str, Any]], str]:
+    """The client's events for one request, and the exception that ended it ('' if none)."""
+    from tensorrt_llm.serve import harmony_adapter, postprocess_handlers, responses_utils
+    from tensorrt_llm.serve.openai_protocol import ResponsesRequest
+
+    from trtllm_stream_fix.testing.synthetic import engine_responses
+
+    request = ResponsesRequest(
+        model=MODEL, input="hi", stream=True, store=False, request_id=f"resp_{output.seed:08x}"
+    )
+    adapter = harmony_adapter.get_harmony_adapter()
+    adapter.cleanup_stream_state(f"responses-api-{request.request_id}")  # each run starts fresh
+    sampling = request.to_sampling_params(
+        default_sampling_params={"stop_token_ids": adapter.get_stop_tokens()},
+        reasoning_parser="gpt_oss",
+    )
+    processor, args = new_streaming_processor(request, sampling)
+    prompt = PROMPT
+    # With workers the args travel to the worker when the request is submitted.
+    worker_args = pickle.loads(pickle.dumps(args)) if workers else args
+    worker_args.num_prompt_tokens = len(prompt)
+
+    async def body() -> AsyncIterator[str]:
+        for frame in processor.get_initial_responses():
+            yield frame
+        res = Result(prompt)
+        for response in engine_responses(output, split):
+            res.apply(response.token_ids_diff, response.finished, response.finish_reason)
+            for frame in postprocess_handlers.responses_api_streaming_post_processor(
+                res, worker_args
+            ):
+                yield frame
+
+    stamp = getattr(responses_utils, "stamp_sse_sequence_number", None)
+
+    async def egress() -> AsyncIterator[str]:
+        # The version's own egress: 271a1eda restamps every frame, 993c0eec does not.
+        count = 0
+        async for frame in body():
+            yield frame if stamp is None else stamp(frame, count)
+            count += 1
+
+    return asyncio.run(_collect(responses_utils.guard_responses_stream, egress(), processor))
+
+
+async def _collect(
+    guard: Callable[..., AsyncIterator[str]], frames: AsyncIterator[str], processor: Any
+) -> tuple[list[dict[str, Any]], str]:
+    out: list[str] = []
+    try:
+        async for frame in guard(frames, processor.get_stream_failed_events):
+            out.append(frame)
+    except Exception as exc:
+        return events_of(out), f"{type(exc).__name__}: {exc}"
+    return events_of(out), ""
+
+
+def comparable(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from trtllm_stream_fix.testing.visible import client_visible
+
+    return client_visible(events)
+
+
+def verdicts(events: list[dict[str, Any]]) -> tuple[bool, bool, str]:
+    """(strict checker ok, SDK accepts, first problem)."""
+    from trtllm_stream_fix.checker.responses import check_responses_events
+    from trtllm_stream_fix.testing.sdk_oracle import sdk_accumulate
+
+    check = check_responses_events(events)
+    problem = "" if check.ok else (check.violations or ["no terminal event"])[0]
+    try:
+        sdk_accumulate(events)
+        sdk = True
+    except Exception as exc:
+        sdk = False
+        problem = problem or f"SDK: {type(exc).__name__}: {exc}"
+    return check.ok, sdk, problem
+
+
+def run_all(outputs: list[Any]) -> dict[str, Any]:
+    """Per output: k=1, k=20 inline and k=20 pickled; counts of the contract's checks.
+
+    ``identical`` counts the k=20 streams (inline and pickled) whose client-visible events
+    equal those of the k=1 stream; ``strict``/``sdk``/``raised`` count all streams.
+    """
+    stats = {"streams": 0, "compared": 0, "identical": 0, "strict": 0, "sdk": 0, "raised": 0}
+    stats["examples"] = []
+    for output in outputs:
+        runs = [stream(output, k, workers=False) for k in SPLITS]
+        runs.append(stream(output, SPLITS[-1], workers=True))
+        reference = comparable(runs[0][0])
+        for i, ((events, error), label) in enumerate(zip(runs, ("k=1", "k=20", "k=20 workers"))):
+            stats["streams"] += 1
+            same = comparable(events) == reference
+            if i:  # k=20 inline and pickled, each against k=1
+                stats["compared"] += 1
+                stats["identical"] += same
+            strict, sdk, problem = verdicts(events)
+            stats["strict"] += strict
+            stats["sdk"] += sdk
+            stats["raised"] += bool(error)
+            if (problem or error or not same) and len(stats["examples"]) < 5:
+                stats["examples"].append(
+                    f"{output.name} seed={output.seed} {label}: {error or problem or 'differs'}"
+                )
+    return stats
+
+
+def main(source: str, count: int) -> dict[str, Any]:
+    stubbed = realstub.activate(source)
+    from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
+
+    from trtllm_stream_fix.plugin import targets
+    from trtllm_stream_fix.plugin.installer import install, uninstall
+    from trtllm_stream_fix.testing.synthetic import generate_outputs
+
+    upstream_class = responses_utils.ResponsesStreamingProcessor
+    checks = [targets.check(t) for t in targets.ALL_TARGETS]
+    outputs = list(generate_outputs(count, seed=7))
+    result: dict[str, Any] = {
+        "stubbed_third_party": stubbed,
+        "real_files": {m: sys.modules[m].__file__ for m in realstub.REAL_MODULES},
+        "checks": {c.target.dotted: [c.status, c.version] for c in checks},
+        "upstream": run_all(outputs),
+    }
+    result["install"] = [[o.target, o.status] for o in install(mode="on").outcomes]
+    result["plugin"] = run_all(outputs)
+    result["uninstall"] = [[o.target, o.status] for o in uninstall().outcomes]
+    result["restored"] = responses_utils.ResponsesStreamingProcessor is upstream_class
+    return result
+
+
+if __name__ == "__main__":
+    try:
+        payload = main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 100)
+    except Exception as exc:
+        payload = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+    print("RESULT " + json.dumps(payload))
