@@ -17,6 +17,8 @@ from test_checker_chat import run as run_chat
 from test_checker_chat import valid_chunks
 
 from trtllm_stream_fix.checker import (
+    ChatChoice,
+    ChatStreamChecker,
     SSELimits,
     SSEReader,
     check_responses_events,
@@ -212,3 +214,36 @@ def test_replay_of_a_record_with_bad_events_is_a_value_error(tmp_path) -> None:
     path.write_text(json.dumps({"protocol": "responses", "outcome": "ok", "events": [1, 2]}))
     with pytest.raises(ValueError, match="events"):
         replay_record(path)
+
+
+class _CountingChoice(ChatChoice):
+    """A choice that counts how often its texts are rewritten."""
+
+    writes = 0
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("content", "reasoning"):
+            _CountingChoice.writes += 1
+        super().__setattr__(name, value)
+
+
+def test_chat_checker_work_is_linear_in_deltas_and_tool_calls() -> None:
+    # Old: `content += delta` rewrote (copied) the whole text on every delta, and each tool
+    # call delta scanned every call before it.
+    checker = ChatStreamChecker()
+    checker.choices[0] = _CountingChoice(index=0, tool_calls=_CountingList())
+    _CountingChoice.writes = _CountingList.visited = 0
+    for k in range(500):
+        delta: dict[str, Any] = {"content": "word "}
+        delta["tool_calls"] = [{"index": k, "id": f"c{k}", "function": {"name": "f"}}]
+        checker.feed(
+            {
+                "id": "c",
+                "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+            }
+        )
+    assert _CountingChoice.writes <= 2 and _CountingList.visited == 0
+    result = checker.finish()
+    assert result.choices[0].content == "word " * 500
+    assert len(result.choices[0].tool_calls) == 500

@@ -116,6 +116,24 @@ class ChatStreamChecker:
         self.usage: dict[str, Any] | None = None
         self._index = -1
         self._finished = False
+        #: Text pieces per (choice index, attribute), joined by :meth:`_join` (linear in
+        #: the stream, where ``str +=`` on an attribute copies the whole text per delta).
+        self._pieces: dict[tuple[int, str], list[str]] = {}
+        #: Argument pieces per tool call (the call object's id).
+        self._arg_pieces: dict[int, tuple[ChatToolCall, list[str]]] = {}
+        #: Tool calls by (choice index, call index): one lookup per delta.
+        self._calls: dict[tuple[int, int], ChatToolCall] = {}
+
+    def _join(self) -> None:
+        """Write the joined text pieces into the choices and calls."""
+        for (idx, attr), pieces in self._pieces.items():
+            if len(pieces) > 1:
+                pieces[:] = ["".join(pieces)]
+            setattr(self.choices[idx], attr, pieces[0] if pieces else "")
+        for call, pieces in self._arg_pieces.values():
+            if len(pieces) > 1:
+                pieces[:] = ["".join(pieces)]
+            call.arguments = pieces[0] if pieces else ""
 
     def _violate(self, rule: str, message: str) -> None:
         where = "end of stream" if self._finished else f"chunk {self._index}"
@@ -227,7 +245,7 @@ class ChatStreamChecker:
                 continue
             if "<|" in value:
                 self._markup(key, value)
-            setattr(state, attr, getattr(state, attr) + value)
+            self._pieces.setdefault((idx, attr), []).append(value)
         tool_calls = delta.get("tool_calls")
         if tool_calls is not None:
             if isinstance(tool_calls, list):
@@ -266,7 +284,8 @@ class ChatStreamChecker:
         fn = call.get("function")
         fn = fn if isinstance(fn, Mapping) else {}
         cid, name, args = call.get("id"), fn.get("name"), fn.get("arguments")
-        existing = next((c for c in state.tool_calls if c.index == k), None)
+        known = isinstance(k, int) and not isinstance(k, bool)
+        existing = self._calls.get((state.index, k)) if known else None
         if existing is None:
             if k != len(state.tool_calls):
                 self._violate(
@@ -274,10 +293,10 @@ class ChatStreamChecker:
                 )
             if not cid or not name:
                 self._violate("tool-call-first", f"first delta of tool call {k!r} lacks id or name")
-            existing = ChatToolCall(
-                index=k if isinstance(k, int) else -1, id=cid or None, name=name or None
-            )
+            existing = ChatToolCall(index=k if known else -1, id=cid or None, name=name or None)
             state.tool_calls.append(existing)
+            if known:
+                self._calls.setdefault((state.index, k), existing)
         else:
             for label, new, old in (("id", cid, existing.id), ("name", name, existing.name)):
                 if not new:
@@ -290,7 +309,7 @@ class ChatStreamChecker:
                     self.warnings.append(f"chunk {self._index}: tool call {k} repeats {label}")
         if args is not None:
             if isinstance(args, str):
-                existing.arguments += args
+                self._arg_pieces.setdefault(id(existing), (existing, []))[1].append(args)
             else:
                 self._violate("schema", f"tool call arguments {args!r} are not a string")
 
@@ -298,6 +317,7 @@ class ChatStreamChecker:
         """End of stream: report a missing ``[DONE]`` or unfinished choices."""
         if not self._finished:
             self._finished = True
+            self._join()
             if "markup-leak" not in self.rules:
                 # Framing split over several deltas shows in the assembled text.
                 for state in self.choices.values():
@@ -315,6 +335,7 @@ class ChatStreamChecker:
 
     def result(self) -> ChatCheck:
         """The result so far."""
+        self._join()
         return ChatCheck(
             violations=list(self.violations),
             warnings=list(self.warnings),
