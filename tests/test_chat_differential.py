@@ -158,3 +158,16 @@ def test_finish_reason_tool_calls_and_no_markup(impl: str) -> None:
     else:
         assert finishes(payloads) == ["stop"]
         assert content.startswith("<|channel|>commentary<|message|>") and check.has("markup-leak")
+
+
+def test_fast_parser_gives_the_same_chat_streams() -> None:
+    from trtllm_stream_fix.core.chat_machine import ChatOptions
+
+    fast = ChatOptions(parser="fast")
+    outputs = [named_output(n) for n in NAMED_SCENARIOS]
+    outputs += list(generate_outputs(6, seed=900)) + [hostile_output(s) for s in range(0, 30, 3)]
+    outputs += list(fuzz_outputs(10, seed=900))
+    for output in outputs:
+        for split in (1, 7, 1000):
+            reference = chat_stream(output, split)
+            assert chat_stream(output, split, options=fast) == reference, (output.name, split)

@@ -135,5 +135,8 @@ def test_options_from_the_environment() -> None:
     assert chat_options({"TRTLLM_STREAM_FIX_PREAMBLES": "drop"}).preambles == "drop"
     field_env = {"TRTLLM_STREAM_FIX_REASONING_FIELD": "reasoning_content"}
     assert chat_options(field_env).reasoning_field == "reasoning_content"
+    assert chat_options({"TRTLLM_STREAM_FIX_PARSER": "fast"}).parser == "fast"
+    with pytest.raises(ValueError, match="PARSER"):
+        chat_options({"TRTLLM_STREAM_FIX_PARSER": "quick"})
     with pytest.raises(ValueError, match="REASONING_FIELD"):
         chat_options({"TRTLLM_STREAM_FIX_REASONING_FIELD": "thoughts"})

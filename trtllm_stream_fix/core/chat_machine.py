@@ -35,6 +35,8 @@ from openai_harmony import Role
 
 from . import chat_chunks as cc
 from .chat_chunks import DONE, ChatHeader, ChatStreamError, Frame
+from .config import Parser
+from .fast_harmony import new_driver
 from .harmony_driver import (
     ContentDelta,
     Fact,
@@ -62,11 +64,14 @@ class ChatOptions:
     ``preambles``: commentary messages without a recipient go to ``content`` (visible, the
     default), to ``reasoning``, or are dropped.
     ``message_separator``: put between two messages' texts in one field.
+    ``parser``: the Harmony driver, ``"reference"`` (openai_harmony, one token at a time) or
+    ``"fast"`` (``core.fast_harmony``, the same facts), as ``StreamConfig.parser``.
     """
 
     reasoning_field: ReasoningField = "reasoning"
     preambles: ChatPreambles = "content"
     message_separator: str = "\n\n"
+    parser: Parser = "reference"
 
 
 DEFAULT_CHAT_OPTIONS = ChatOptions()
@@ -116,7 +121,7 @@ class ChatChunkMachine:
         self.context = context
         self.options = options
         self._header = ChatHeader(context.completion_id, context.model, context.created)
-        self._driver: HarmonyDriver | None = HarmonyDriver(encoding)
+        self._driver: HarmonyDriver | None = new_driver(encoding, options.parser)
         self._fields = {_Kind.CONTENT: "content", _Kind.REASONING: options.reasoning_field}
         # The open message: its kind, the field or tool index it feeds, where it opened.
         self._kind = _Kind.NONE

@@ -35,7 +35,7 @@ from ..core.chat_machine import (
     ChatOptions,
     build_chat_completion,
 )
-from ..core.config import PREAMBLES_ENV
+from ..core.config import PARSER_ENV, PREAMBLES_ENV
 from ..defaults import default_encoding
 
 logger = logging.getLogger("trtllm_stream_fix.plugin")
@@ -52,15 +52,20 @@ _ENDED = "ended"
 def chat_options(environ: Mapping[str, str] | None = None) -> ChatOptions:
     """Options from the environment: ``TRTLLM_STREAM_FIX_PREAMBLES=drop`` drops preambles
     (upstream's Responses parity switch), ``TRTLLM_STREAM_FIX_REASONING_FIELD`` names the
-    reasoning field (``reasoning``, default, or ``reasoning_content``)."""
+    reasoning field (``reasoning``, default, or ``reasoning_content``), and
+    ``TRTLLM_STREAM_FIX_PARSER`` picks the Harmony driver (``reference`` or ``fast``)."""
     env = os.environ if environ is None else environ
     preambles = env.get(PREAMBLES_ENV, "").strip().lower()
     field = env.get(REASONING_FIELD_ENV, "").strip().lower() or "reasoning"
     if field not in ("reasoning", "reasoning_content"):
         raise ValueError(f"{REASONING_FIELD_ENV}={field!r} is not reasoning or reasoning_content")
+    parser = env.get(PARSER_ENV, "").strip().lower() or "reference"
+    if parser not in ("reference", "fast"):
+        raise ValueError(f"{PARSER_ENV}={parser!r} is not fast or reference")
     return ChatOptions(
         reasoning_field=field,  # type: ignore[arg-type]
         preambles="drop" if preambles == "drop" else "content",
+        parser=parser,  # type: ignore[arg-type]
     )
 
 
