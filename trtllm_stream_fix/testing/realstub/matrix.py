@@ -1,0 +1,221 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The version matrix of issue 11: one upstream tree, unpatched and with the plugin.
+
+``python -m trtllm_stream_fix.testing.realstub.matrix SOURCE_DIR [COUNT]`` prints one
+``RESULT <json>`` line of rows: workers (0 inline, 2 = post-processor arguments pickled as
+for a PostprocWorker) x stream_interval (1, 20) x streaming / non-streaming x store (off, on),
+each with the count of outputs that pass the strict checker, that the OpenAI SDK accepts,
+that show the client what stream_interval 1 showed, and (store on) that were stored.
+Upstream disables storage with post-processing workers, so those rows have no store column.
+
+Streaming runs as ``drive.stream`` does (the version's own egress). Non-streaming runs
+``responses_api_post_processor`` (workers) or ``create_response`` (inline), as the handler
+does; "strict" there means the response validates as an OpenAI ``Response`` and its output
+equals, item by item (type and text), the final response of the same output's stream with
+the plugin, and "identical" that stream_interval 20 gives the same output as 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pickle
+import sys
+import traceback
+from typing import Any
+
+from trtllm_stream_fix.testing import realstub
+from trtllm_stream_fix.testing.realstub.drive import (
+    MODEL,
+    PROMPT,
+    Result,
+    _collect,
+    comparable,
+    verdicts,
+)
+
+
+def _request(output: Any, stream: bool, store: bool) -> tuple[Any, Any]:
+    from tensorrt_llm.serve import harmony_adapter
+    from tensorrt_llm.serve.openai_protocol import ResponsesRequest
+
+    request = ResponsesRequest(
+        model=MODEL, input="hi", stream=stream, store=store, request_id=f"resp_{output.seed:08x}"
+    )
+    adapter = harmony_adapter.get_harmony_adapter()
+    adapter.cleanup_stream_state(f"responses-api-{request.request_id}")
+    sampling = request.to_sampling_params(
+        default_sampling_params={"stop_token_ids": adapter.get_stop_tokens()},
+        reasoning_parser="gpt_oss",
+    )
+    return request, sampling
+
+
+def _items(output: list[Any]) -> list[tuple[str, str]]:
+    out = []
+    for item in output:
+        item = item if isinstance(item, dict) else item.model_dump()
+        parts = item.get("content") or []
+        text = "".join(p.get("text", "") for p in parts) or item.get("arguments", "")
+        out.append((item.get("type", ""), text))
+    return out
+
+
+def streamed(output: Any, split: int, workers: bool, store: bool) -> dict[str, Any]:
+    from tensorrt_llm.serve import postprocess_handlers, responses_utils
+
+    from trtllm_stream_fix.testing.synthetic import engine_responses
+
+    request, sampling = _request(output, True, store)
+    conversations = responses_utils.ConversationHistoryStore()
+    processor = responses_utils.ResponsesStreamingProcessor(
+        request=request,
+        sampling_params=sampling,
+        model_name=MODEL,
+        create_time=1_700_000_000,
+        conversation_store=conversations,
+        enable_store=store and not workers,
+        use_harmony=True,
+        reasoning_parser="gpt_oss",
+    )
+    args = postprocess_handlers.ResponsesAPIPostprocArgs(
+        model=MODEL,
+        request=request,
+        sampling_params=sampling,
+        use_harmony=True,
+        reasoning_parser="gpt_oss",
+        streaming_processor=processor,
+    )
+    worker_args = pickle.loads(pickle.dumps(args)) if workers else args
+    worker_args.num_prompt_tokens = len(PROMPT)
+    stamp = getattr(responses_utils, "stamp_sse_sequence_number", None)
+
+    async def egress():
+        count = 0
+        frames = list(processor.get_initial_responses())
+        res = Result(PROMPT)
+        for response in engine_responses(output, split):
+            res.apply(response.token_ids_diff, response.finished, response.finish_reason)
+            frames += postprocess_handlers.responses_api_streaming_post_processor(
+                res, worker_args
+            )
+        for frame in frames:
+            yield frame if stamp is None else stamp(frame, count)
+            count += 1
+
+    async def run() -> tuple[list[dict[str, Any]], str, bool]:
+        events, error = await _collect(responses_utils.guard_responses_stream, egress(), processor)
+        await asyncio.sleep(0)
+        stored = await conversations.load_response(request.request_id) is not None
+        return events, error, stored
+
+    events, error, stored = asyncio.run(run())
+    strict, sdk, _ = verdicts(events)
+    final = next(
+        (e["response"] for e in reversed(events) if e.get("type", "").startswith("response.")),
+        {},
+    )
+    return {
+        "strict": strict and not error,
+        "sdk": sdk,
+        "visible": comparable(events),
+        "stored": stored,
+        "items": _items(final.get("output") or []),
+    }
+
+
+def non_streamed(output: Any, split: int, workers: bool, store: bool) -> dict[str, Any]:
+    from openai.types.responses import Response
+    from tensorrt_llm.serve import postprocess_handlers, responses_utils
+
+    from trtllm_stream_fix.testing.synthetic import engine_responses
+
+    request, sampling = _request(output, False, store)
+    res = Result(PROMPT)
+    for response in engine_responses(output, split):
+        res.apply(response.token_ids_diff, response.finished, response.finish_reason)
+    conversations = responses_utils.ConversationHistoryStore()
+    try:
+        if workers:
+            args = postprocess_handlers.ResponsesAPIPostprocArgs(
+                model=MODEL, request=request, sampling_params=sampling, use_harmony=True
+            )
+            args = pickle.loads(pickle.dumps(args))
+            args.num_prompt_tokens = len(PROMPT)
+            body = postprocess_handlers.responses_api_post_processor(res, args)
+        else:
+            body = asyncio.run(
+                responses_utils.create_response(
+                    request=request,
+                    sampling_params=sampling,
+                    model_name=MODEL,
+                    conversation_store=conversations,
+                    generation_result=res,
+                    enable_store=store,
+                    use_harmony=True,
+                    num_prompt_tokens=len(PROMPT),
+                )
+            )
+        data = json.loads(body.model_dump_json())
+        Response.model_validate(data)
+        sdk, error = True, ""
+    except Exception as exc:
+        data, sdk, error = {}, False, f"{type(exc).__name__}: {exc}"
+    stored = bool(
+        not workers and asyncio.run(conversations.load_response(request.request_id)) is not None
+    )
+    return {"sdk": sdk, "error": error, "items": _items(data.get("output") or []), "stored": stored}
+
+
+def table(outputs: list[Any], reference: dict[int, list[tuple[str, str]]]) -> list[dict]:
+    rows = []
+    for workers in (0, 2):
+        for split in (1, 20):
+            for mode in ("streaming", "non-streaming"):
+                for store in (False, True):
+                    row = {"workers": workers, "interval": split, "mode": mode, "store": store}
+                    counts = {"n": 0, "strict": 0, "sdk": 0, "identical": 0, "stored": 0}
+                    for output in outputs:
+                        run = streamed if mode == "streaming" else non_streamed
+                        got = run(output, split, bool(workers), store)
+                        base = run(output, 1, bool(workers), store) if split != 1 else got
+                        counts["n"] += 1
+                        if mode == "streaming":
+                            counts["strict"] += got["strict"]
+                            same = got["visible"] == base["visible"]
+                        else:
+                            counts["strict"] += got["sdk"] and got["items"] == reference.get(
+                                output.seed
+                            )
+                            same = got["items"] == base["items"]
+                        counts["sdk"] += got["sdk"]
+                        counts["identical"] += same
+                        counts["stored"] += got["stored"]
+                    row.update(counts)
+                    rows.append(row)
+    return rows
+
+
+def main(source: str, count: int) -> dict[str, Any]:
+    realstub.activate(source)
+    from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
+
+    from trtllm_stream_fix.plugin.installer import install, uninstall
+    from trtllm_stream_fix.testing.synthetic import generate_outputs
+
+    outputs = list(generate_outputs(count, seed=5))
+    install(mode="on")  # the reference: the plugin's stream at interval 1
+    reference = {o.seed: streamed(o, 1, False, False)["items"] for o in outputs}
+    uninstall()
+    upstream_rows = table(outputs, reference)
+    install(mode="on")
+    plugin_rows = table(outputs, reference)
+    return {"source": source, "upstream": upstream_rows, "plugin": plugin_rows}
+
+
+if __name__ == "__main__":
+    try:
+        payload = main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 20)
+    except Exception as exc:
+        payload = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+    print("RESULT " + json.dumps(payload))
