@@ -96,9 +96,7 @@ def streamed(output: Any, split: int, workers: bool, store: bool) -> dict[str, A
         res = Result(PROMPT)
         for response in engine_responses(output, split):
             res.apply(response.token_ids_diff, response.finished, response.finish_reason)
-            frames += postprocess_handlers.responses_api_streaming_post_processor(
-                res, worker_args
-            )
+            frames += postprocess_handlers.responses_api_streaming_post_processor(res, worker_args)
         for frame in frames:
             yield frame if stamp is None else stamp(frame, count)
             count += 1
