@@ -43,22 +43,37 @@ def run(source: str | None, count: int) -> dict[str, Any]:
     outcomes = [[o.target, o.status, o.detail] for o in report.outcomes]
     failed = [o for o in outcomes if o[1] in ("refused", "error")]
     stats = run_all(list(generate_outputs(count, seed=11))) if not failed else {}
+    chat_patched = any(
+        o[0].endswith(".chat_harmony_streaming_post_processor") and o[1] in ("patched", "already")
+        for o in outcomes
+    )
+    chat: dict[str, Any] = {}
+    if chat_patched and not failed:
+        from ..testing.realstub.drive_chat import run_chat
+
+        chat = run_chat(list(generate_outputs(max(count // 3, 1), seed=12)))
     return {
         "source": source or "installed",
         "files": {m: getattr(sys.modules.get(m), "__file__", None) for m in realstub.REAL_MODULES},
         "install": outcomes,
         "stats": stats,
+        "chat": chat,
     }
 
 
 def passed(result: dict[str, Any]) -> bool:
     stats = result.get("stats") or {}
+    chat = result.get("chat") or {}
+    chat_ok = not chat or all(
+        chat[k] == chat["streams"] for k in ("strict", "sdk", "identical", "nonstreaming")
+    )
     return (
         "error" not in result
         and bool(stats.get("streams"))
         and stats["strict"] == stats["sdk"] == stats["streams"]
         and stats["identical"] == stats["compared"]
         and stats["raised"] == 0
+        and chat_ok
     )
 
 
@@ -86,6 +101,15 @@ def verdict_text(result: dict[str, Any]) -> str:
         lines += [f"  e.g. {example}" for example in stats.get("examples", [])[:3]]
     else:
         lines.append("no stream was run: the fix did not install (see above)")
+    chat = result.get("chat") or {}
+    if chat:
+        n = chat["streams"]
+        lines.append(f"chat completions streams: {n} (1 and 20 tokens, inline and pickled)")
+        lines.append(
+            f"  strict checker {chat['strict']}/{n}, OpenAI SDK {chat['sdk']}/{n}, same as at 1 "
+            f"token {chat['identical']}/{n}, equal to non-streaming {chat['nonstreaming']}/{n}"
+        )
+        lines += [f"  e.g. {example}" for example in chat.get("examples", [])[:3]]
     lines.append(f"verdict: {'PASS' if passed(result) else 'FAIL'}")
     return "\n".join(lines)
 
