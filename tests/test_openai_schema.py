@@ -48,6 +48,8 @@ def _bodies():
         yield {"scenario": name}
     for seed in SEEDS:
         yield {"seed": seed}
+        if seed % 2:
+            yield {"scenario": "random", "seed": seed}  # every kind of the synthetic corpus
 
 
 def _events(url: str, body: dict) -> list[dict]:

@@ -157,8 +157,14 @@ def _add_serve(sub: Any) -> None:
         help="generation speed (0 = as fast as possible)",
     )
     p.add_argument("--seed", type=int, default=0, help="mixed into the per-request seed")
+    from .sim.engine import SCENARIOS
+
     p.add_argument(
-        "--scenario", default=None, help="named synthetic output served when a request names none"
+        "--scenario",
+        default=None,
+        metavar="NAME",
+        help="fixed output served when a request names none (default: the turn the request "
+        f"asks for); one of: {', '.join(SCENARIOS)}",
     )
     p.add_argument("--preambles", choices=("commentary", "drop"), default="commentary")
     p.add_argument("--model", action="append", help="model name to serve (repeatable)")

@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Simulated gpt-oss engine: replays synthetic generations as TensorRT-LLM streams them.
+"""Simulated gpt-oss engine: generates what the request asks for, as TensorRT-LLM streams it.
 
-Each request is mapped deterministically to one synthetic generation (a named scenario, an
-explicit seed, or a hash of the request input), so the same request yields the same tokens
-at every ``stream_interval``. Tokens arrive in batches of ``stream_interval`` plus 0..d
-accepted draft tokens, the trimmed stop token is missing from the last batch, and
-``max_output_tokens`` cuts the generation with finish reason ``length``.
+By default a request gets the turn ``turns.plan_turn`` builds from it (its tools,
+``tool_choice``, ``parallel_tool_calls``, tool outputs, ``reasoning.effort``), seeded by the
+request's ``seed`` or a hash of its input, so the same request yields the same tokens at every
+``stream_interval``. A named ``scenario`` replays a fixed fixture instead (ignoring the
+request); ``scenario: "random"`` a random generation of the synthetic corpus for the seed
+(every kind: cuts, malformed Harmony, built-in tools). Tokens arrive in batches of
+``stream_interval`` plus 0..d accepted draft tokens, the trimmed stop token is missing from the
+last batch, and ``max_output_tokens`` cuts the generation with finish reason ``length``.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import dataclasses
 import hashlib
 import json
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +30,15 @@ from ..testing.synthetic import (
     generate_output,
     named_output,
 )
+from .turns import TurnRequest, plan_turn
+
+RANDOM_SCENARIO = "random"
+#: Every ``scenario`` a request (or ``serve --scenario``) may name.
+SCENARIOS: tuple[str, ...] = (RANDOM_SCENARIO, *NAMED_SCENARIOS)
+
+
+def unknown_scenario(name: str) -> str:
+    return f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}"
 
 
 @dataclass(frozen=True)
@@ -50,8 +62,8 @@ class EngineConfig:
             raise ValueError("max_draft_tokens must be >= 0")
         if self.tokens_per_second < 0:
             raise ValueError("tokens_per_second must be >= 0")
-        if self.default_scenario is not None and self.default_scenario not in NAMED_SCENARIOS:
-            raise ValueError(f"unknown scenario {self.default_scenario!r}")
+        if self.default_scenario is not None and self.default_scenario not in SCENARIOS:
+            raise ValueError(unknown_scenario(self.default_scenario))
 
 
 @dataclass(frozen=True)
@@ -75,19 +87,6 @@ def input_seed(request_input: Any, base_seed: int = 0) -> int:
     text = json.dumps(request_input, sort_keys=True, ensure_ascii=False, default=str)
     digest = hashlib.sha256(f"{base_seed}:{text}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
-
-
-def ordinary_output(seed: int) -> SyntheticOutput:
-    """The first generation from ``seed`` on that parses and ends with a stop token.
-
-    A request that names no scenario or seed gets what a healthy model produces; explicit
-    seeds reach every scenario (length and header cuts, malformed Harmony).
-    """
-    while True:
-        output = generate_output(seed)
-        if output.finish_reason == "stop" and not output.malformed:
-            return output
-        seed += 1
 
 
 def cut_output(output: SyntheticOutput, max_output_tokens: int | None) -> SyntheticOutput:
@@ -115,21 +114,32 @@ class SimulatedEngine:
         scenario: str | None = None,
         seed: int | None = None,
         max_output_tokens: int | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
+        tool_choice: str | Mapping[str, Any] = "auto",
+        parallel_tool_calls: bool = True,
+        reasoning_effort: str | None = None,
     ) -> Generation:
-        """The generation for a request: named ``scenario``, explicit ``seed`` or input hash
-        (then an ordinary generation, see :func:`ordinary_output`).
+        """The generation for a request: the turn it asks for (seeded by ``seed`` or its
+        input), or a named ``scenario``.
 
-        Raises ValueError for an unknown scenario.
+        Raises ValueError for an unknown scenario, ``turns.TurnRequestError`` (a ValueError
+        naming the field) for a ``tool_choice`` the tools cannot satisfy.
         """
         scenario = scenario or self.config.default_scenario
-        if scenario is not None:
-            output = named_output(scenario)
-            batch_seed = input_seed(request_input, self.config.seed)
-        elif seed is not None:
-            output, batch_seed = generate_output(seed), seed
+        hashed = input_seed(request_input, self.config.seed)
+        if scenario == RANDOM_SCENARIO:
+            chosen = hashed if seed is None else seed
+            output, batch_seed = generate_output(chosen), chosen
+        elif scenario is not None:
+            if scenario not in NAMED_SCENARIOS:
+                raise ValueError(unknown_scenario(scenario))
+            output, batch_seed = named_output(scenario), hashed
         else:
-            output = ordinary_output(input_seed(request_input, self.config.seed))
-            batch_seed = output.seed
+            turn_seed = hashed if seed is None else seed
+            request = TurnRequest(
+                request_input, tuple(tools), tool_choice, parallel_tool_calls, reasoning_effort
+            )
+            output, batch_seed = plan_turn(request, turn_seed), turn_seed
         return Generation(cut_output(output, max_output_tokens), batch_seed)
 
     def responses(

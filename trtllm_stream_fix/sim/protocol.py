@@ -53,6 +53,7 @@ class ResponsesRequest(BaseModel):
     parallel_tool_calls: bool = True
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
+    reasoning: dict[str, Any] | None = None  # ``effort`` sets the reasoning's length
     metadata: dict[str, str] | None = None
     scenario: str | None = None
     seed: int | None = None

@@ -262,9 +262,14 @@ def create_app(
                     scenario=body.scenario or metadata.get("scenario"),
                     seed=int(seed) if seed is not None else None,
                     max_output_tokens=body.max_output_tokens,
+                    tools=body.tools,
+                    tool_choice=body.tool_choice,
+                    parallel_tool_calls=body.parallel_tool_calls,
+                    reasoning_effort=(body.reasoning or {}).get("effort"),
                 )
             except ValueError as exc:
-                raise RequestError(400, str(exc), param="scenario") from None
+                param = getattr(exc, "param", "scenario")
+                raise RequestError(400, str(exc), param=param) from None
             num_prompt_tokens = await _prompt_tokens(body, encoding, limits)
         except RequestError as exc:
             return _error(exc)
