@@ -233,3 +233,41 @@ def test_agent_loop_example_runs_against_the_simulated_server():
         )
         assert done.returncode == 0, done.stdout + done.stderr
         assert "get_weather returned" in done.stdout and "get_time returned" in done.stdout
+
+
+def _chat(url: str, **body) -> dict:
+    body = {"model": "gpt-oss-20b", "messages": [{"role": "user", "content": "hi"}], **body}
+    response = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=20)
+    assert response.status_code == 200, response.text
+    return response.json()["choices"][0]["message"]
+
+
+def test_chat_completions_follow_the_request_too(url):
+    chat_tools = [{"type": "function", "function": t} for t in ({**WEATHER}, {**CLOCK})]
+    for tool in chat_tools:
+        tool["function"] = {k: v for k, v in tool["function"].items() if k != "type"}
+    for question in QUESTIONS[:8]:
+        messages = [{"role": "user", "content": question}]
+        assert not _chat(url, messages=messages).get("tool_calls")
+        calls = _chat(url, messages=messages, tools=chat_tools)["tool_calls"]
+        assert calls and {c["function"]["name"] for c in calls} <= set(SCHEMAS)
+        for call in calls:
+            arguments = json.loads(call["function"]["arguments"])
+            jsonschema.validate(arguments, SCHEMAS[call["function"]["name"]])
+    history = [
+        {"role": "user", "content": "weather?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_9",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_9", "content": "rainy, 12 C"},
+    ]
+    answer = _chat(url, messages=history, tools=chat_tools)
+    assert not answer.get("tool_calls") and "rainy, 12 C" in answer["content"]

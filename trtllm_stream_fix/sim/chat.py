@@ -150,6 +150,7 @@ def add_chat_routes(
 ) -> None:
     """Serve ``POST /v1/chat/completions`` on ``app``."""
     from .server import _tracked, read_body
+    from .turns import chat_request
 
     options = options or ChatOptions()
 
@@ -166,14 +167,21 @@ def add_chat_routes(
             metadata = body.metadata or {}
             seed = body.seed if body.seed is not None else metadata.get("seed")
             try:
+                turn_input, tools, tool_choice = chat_request(
+                    body.messages, body.tools, body.tool_choice
+                )
                 generation = engine.select(
-                    body.messages,
+                    turn_input,
                     scenario=body.scenario or metadata.get("scenario"),
                     seed=int(seed) if seed is not None else None,
                     max_output_tokens=body.max_completion_tokens or body.max_tokens,
+                    tools=tools,
+                    tool_choice=tool_choice,
+                    parallel_tool_calls=getattr(body, "parallel_tool_calls", None) is not False,
                 )
             except ValueError as exc:
-                raise RequestError(400, str(exc), param="scenario") from None
+                param = getattr(exc, "param", "scenario")
+                raise RequestError(400, str(exc), param=param) from None
             text = messages_text(body.messages)
             check_input_size(text, limits)
             prompt_tokens = await run_in_threadpool(count_prompt_tokens, encoding, text, limits)

@@ -231,3 +231,50 @@ def _encode(pieces: list[tuple[str, bool]]) -> list[int]:
         else:  # model text: special-token look-alikes are plain text
             tokens += encoding.encode(text, allowed_special=set(), disallowed_special=())
     return tokens
+
+
+def chat_request(
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    tool_choice: str | Mapping[str, Any] | None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str | Mapping[str, Any]]:
+    """A Chat Completions request in Responses terms: ``(input items, tools, tool_choice)``.
+
+    ``{"type": "function", "function": {...}}`` tools become Responses function tools; an
+    assistant message's ``tool_calls`` become ``function_call`` items and ``tool`` messages
+    ``function_call_output`` items, so the turn answers tool results as it does for Responses.
+    """
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        role = message.get("role")
+        if role == "tool":
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message.get("tool_call_id"),
+                    "output": message.get("content"),
+                }
+            )
+            continue
+        items.append({"role": role, "content": message.get("content")})
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if isinstance(function, Mapping):
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": call.get("id"),
+                        "name": function.get("name"),
+                    }
+                )
+    functions = [
+        {"type": "function", **t["function"]}
+        for t in tools or ()
+        if isinstance(t, Mapping) and isinstance(t.get("function"), Mapping)
+    ]
+    choice: str | Mapping[str, Any] = tool_choice or "auto"
+    if isinstance(choice, Mapping) and isinstance(choice.get("function"), Mapping):
+        choice = {"type": "function", "name": choice["function"].get("name")}
+    return items, functions, choice
