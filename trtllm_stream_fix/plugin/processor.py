@@ -226,9 +226,7 @@ class FixedResponsesStreamingProcessor(_UpstreamProcessor):
         if not machine.finished:  # the done response was never processed here
             output = final_res.outputs[0]
             events = machine.feed([], finished=True, finish_reason=output.finish_reason)
-        response = machine.final_response
-        if response is not None and response.status == "failed":
-            response = None  # a failed stream is not stored
+        response = machine.final_response  # stored whatever its status, as non-streaming
         if response is not None and num_prompt_tokens is not None and response.usage:
             response.usage.input_tokens = num_prompt_tokens
             response.usage.total_tokens = num_prompt_tokens + response.usage.output_tokens
