@@ -332,10 +332,12 @@ def test_numpy_token_arrays_give_the_same_stream() -> None:
 
 @pytest.mark.parametrize("field", ["content", "reasoning", "reasoning_content"])
 def test_fast_text_json_equals_the_models_json(field: str) -> None:
-    import orjson
+    import json
+
+    from trtllm_stream_fix.core.compat import json_dumps  # orjson where installed
 
     header = cc.ChatHeader('chatcmpl-"x"', "gpt-oss-20b", 7)
     chunk = cc.text_chunk(header, field, 'a "quoted" 🎉\n\\ text')
-    fast = orjson.loads(cc.to_json(chunk))
+    fast = json.loads(cc.to_json(chunk))
     assert fast == chunk.model_dump(mode="json", exclude_unset=True)
-    assert fast == orjson.loads(orjson.dumps(chunk, default=cc._fields))
+    assert fast == json.loads(json_dumps(chunk, default=cc._fields))

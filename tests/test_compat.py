@@ -102,12 +102,15 @@ def test_construct_type_fallback_builds_the_same_tool():
 
 
 def test_newer_web_search_status_is_mapped_for_an_older_schema(monkeypatch):
-    monkeypatch.setattr(schema_compat, "_WEB_SEARCH_STATUSES", frozenset({"completed", "failed"}))
+    newer = {("web_search_call", "status", "incomplete"): "failed"}  # as under openai 2.x
+    monkeypatch.setattr(compat, "NEWER_VALUES", newer)
     item = {"type": "web_search_call", "id": "ws_1", "status": "incomplete", "action": None}
     event = {"type": "response.output_item.done", "item": item, "response": None}
     mapped, notes = schema_compat.for_installed_schema(event)
     assert mapped["item"]["status"] == "failed" and notes
     assert event["item"]["status"] == "incomplete"  # the checked event is left as sent
+    validated, note = compat.for_installed_schema(item)  # what validating mode checks
+    assert validated["status"] == "failed" and note and item["status"] == "incomplete"
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,7 @@ TRTLLM_PINS = (
     "starlette>=0.49.1",
     "uvicorn",
     "matplotlib",
+    "numpy<2",
     "openai<3",
 )
 

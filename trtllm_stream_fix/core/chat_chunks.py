@@ -14,7 +14,6 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionChunk,
@@ -33,6 +32,7 @@ from openai.types.completion_usage import CompletionTokensDetails, CompletionUsa
 from openai.types.shared import ErrorObject
 from pydantic import BaseModel
 
+from .compat import json_dumps, json_loads
 from .fastmodel import construct, construct_complete
 
 _set = object.__setattr__
@@ -236,12 +236,12 @@ def to_dict(frame: Any) -> Any:
     """A JSON-ready value of ``frame`` (``"[DONE]"`` for the sentinel)."""
     if frame is DONE:
         return "[DONE]"
-    return orjson.loads(to_json(frame))
+    return json_loads(to_json(frame))
 
 
 @functools.lru_cache(maxsize=4096)
 def _chunk_prefix(completion_id: str, created: int, model: str) -> str:
-    head = orjson.dumps(
+    head = json_dumps(
         {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model}
     ).decode()
     return head[:-1] + ',"choices":[{"index":0,"delta":{'
@@ -268,7 +268,7 @@ def _text_json(frame: ChatCompletionChunk) -> str | None:
     if type(text) is not str or type(field) is not str:
         return None
     prefix = _chunk_prefix(d["id"], d["created"], d["model"])
-    pair = f"{orjson.dumps(field).decode()}:{orjson.dumps(text).decode()}"
+    pair = f"{json_dumps(field).decode()}:{json_dumps(text).decode()}"
     return f'{prefix}{pair}}},"finish_reason":null}}]}}'
 
 
@@ -279,8 +279,8 @@ def to_json(frame: Any) -> str:
         if text is not None:
             return text
     if isinstance(frame, ChatStreamError):
-        return orjson.dumps({"error": frame.error}, default=_fields).decode()
-    return orjson.dumps(frame, default=_fields).decode()
+        return json_dumps({"error": frame.error}, default=_fields).decode()
+    return json_dumps(frame, default=_fields).decode()
 
 
 def format_chat_sse(frame: Any) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -81,6 +82,64 @@ def public_construct(cls: type[BaseModel], values: dict[str, Any]) -> Any:
     return BaseModel.model_construct.__func__(  # type: ignore[attr-defined]
         cls, {k for k, v in values.items() if v is not None}, **values
     )
+
+
+# -- openai-harmony: text after invalid UTF-8 ------------------------------------------
+
+_KEEPS_TEXT: dict[str, bool] = {}
+
+
+def harmony_keeps_text_after_invalid_utf8(encoding: Any) -> bool:
+    """Whether this openai-harmony's parser goes on after an invalid UTF-8 sequence.
+
+    openai-harmony 0.0.4 (TensorRT-LLM's pin) stops a message's text at the first invalid
+    sequence (deltas and ``messages`` alike: the rest of the message is lost); 0.0.8 sends
+    U+FFFD and goes on. Probed once per encoding with a lone continuation byte.
+    """
+    found = _KEEPS_TEXT.get(encoding.name)
+    if found is None:
+        from openai_harmony import Role, StreamableParser
+
+        decode = encoding._inner.decode_bytes
+        lone = next(i for i in range(1024) if bytes(decode([i])) == b"\x80")
+        head = encoding.encode("<|channel|>final<|message|>ab", allowed_special="all")
+        parser = StreamableParser(encoding, Role.ASSISTANT)
+        text = []
+        for token in [*head, lone, *encoding.encode(" word")]:
+            parser.process(token)
+            if token not in head:
+                text.append(parser.last_content_delta or "")
+        found = _KEEPS_TEXT[encoding.name] = "word" in "".join(text)
+    return found
+
+
+# -- openai: values newer than the installed schema -----------------------------------
+
+
+def _newer_values() -> dict[tuple[str, str, str], str]:
+    """(item type, field, value the current API sends) -> the stand-in an older openai knows."""
+    from openai.types.responses import ResponseFunctionWebSearch
+
+    known = typing.get_args(ResponseFunctionWebSearch.model_fields["status"].annotation)
+    found = {}
+    if "incomplete" not in known:  # openai < 3: a web search cut by the token limit
+        found["web_search_call", "status", "incomplete"] = "failed"
+    return found
+
+
+NEWER_VALUES = _newer_values()
+
+
+def for_installed_schema(values: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """``values`` (an item's fields) with a value newer than this openai's schema replaced.
+
+    Returns the values to validate and what was replaced (None: nothing). What we send is
+    never changed: only validation against an older schema (tests, the checker) uses this.
+    """
+    for (item_type, name, newer), older in NEWER_VALUES.items():
+        if values.get("type") == item_type and values.get(name) == newer:
+            return {**values, name: older}, f"{item_type} {name} {newer!r}"
+    return values, None
 
 
 # -- openai: lenient construction of union types ------------------------------------------

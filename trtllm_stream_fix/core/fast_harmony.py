@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from openai_harmony import Author, HarmonyEncoding, Message, Role, TextContent
 
+from .compat import harmony_keeps_text_after_invalid_utf8, log_fallback
 from .harmony_driver import (
     ContentDelta,
     Fact,
@@ -439,5 +440,12 @@ def new_driver(encoding: HarmonyEncoding, parser: str = "reference") -> Any:
     if parser == "fast":
         return FastHarmonyDriver(encoding)
     if parser == "reference":
-        return HarmonyDriver(encoding)
+        if harmony_keeps_text_after_invalid_utf8(encoding):
+            return HarmonyDriver(encoding)
+        log_fallback(
+            "harmony_utf8",
+            "this openai-harmony drops a message's text after invalid UTF-8; parsing with "
+            "the fast driver, which decodes as openai-harmony >= 0.0.8 does",
+        )
+        return FastHarmonyDriver(encoding)
     raise ValueError(f"unknown parser {parser!r}; choose fast or reference")

@@ -24,7 +24,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticUndefined
 
-from .compat import direct_construction_matches, ensure_complete, public_construct
+from .compat import (
+    direct_construction_matches,
+    ensure_complete,
+    for_installed_schema,
+    public_construct,
+)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -47,7 +52,7 @@ def is_validating() -> bool:
 
 def _validate(cls: type, values: dict[str, Any]) -> None:
     try:
-        cls.model_validate(values)
+        cls.model_validate(for_installed_schema(values)[0])
     except ValidationError as exc:
         raise TypeError(f"{cls.__name__} built from invalid values: {exc}") from exc
 
@@ -75,8 +80,9 @@ def _fill(cls: type, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
     extra: dict[str, Any] = {}
     if len(values) != len(names):  # fields this openai version does not declare
         # Kept in the instance dict too, where pydantic ignores them: SSE framing reads the
-        # dict, so the wire order stays the order given.
-        extra = {name: value for name, value in values.items() if name not in names}
+        # dict, so the wire order stays the order given. None values stay out of the extras,
+        # so ``exclude_unset`` leaves them out as it does a declared field left at None.
+        extra = {k: v for k, v in values.items() if k not in names and v is not None}
     return values, extra
 
 

@@ -44,8 +44,9 @@ def schema_fields() -> dict[str, list[str]]:
         for name, cls in vars(module).items():
             if inspect.isclass(cls) and cls.__module__ == module.__name__:
                 model_fields = getattr(cls, "model_fields", None)
-                if isinstance(model_fields, dict):
-                    fields[f"{cls.__module__}.{name}"] = sorted(model_fields)
+                if isinstance(model_fields, dict):  # wire names (aliases) and field names
+                    wire = {f.alias for f in model_fields.values() if f.alias}
+                    fields[f"{cls.__module__}.{name}"] = sorted(wire | set(model_fields))
     return fields
 
 
