@@ -52,6 +52,7 @@ sys.path.insert(0, str(HERE))
 
 from _runner import bench_env, machine_info
 
+from trtllm_stream_fix.core.config import StreamConfig
 from trtllm_stream_fix.core.context import ResponseContext
 from trtllm_stream_fix.core.harmony_tokens import RETURN
 from trtllm_stream_fix.core.machine import ResponsesEventMachine
@@ -225,8 +226,10 @@ def _stream_impl(enc: Any, factory: Callable[[ResponseContext, Any], Any]) -> Re
     return run
 
 
-def ours_impl(enc: Any) -> Replay:
-    return _stream_impl(enc, lambda ctx, e: ResponsesEventMachine(ctx, encoding=e))
+def ours_impl(enc: Any, parser: str | None = None) -> Replay:
+    """The event machine with the default parser, or the one ``parser`` names."""
+    config = StreamConfig() if parser is None else StreamConfig(parser=parser)
+    return _stream_impl(enc, lambda ctx, e: ResponsesEventMachine(ctx, config=config, encoding=e))
 
 
 def upstream_impl(enc: Any) -> Replay | str:
@@ -247,6 +250,8 @@ IMPLS: dict[str, Callable[[Any], Replay | str] | None] = {
     "floor": floor_impl,
     "upstream": upstream_impl,
     "ours": ours_impl,
+    "ours-fast": lambda enc: ours_impl(enc, "fast"),
+    "ours-reference": lambda enc: ours_impl(enc, "reference"),
     "plugin": plugin_impl,
     "upstream-real": None,  # timed in a RealWorker process
     "plugin-real": None,

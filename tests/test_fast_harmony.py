@@ -293,3 +293,11 @@ def test_messages_include_an_empty_message_closed_by_the_end_of_stream(encoding,
         driver.feed(batch)
         driver.finish()
         assert driver.messages == parser.messages != []
+
+
+def test_fast_is_the_default_parser(encoding):
+    from trtllm_stream_fix.core.context import ResponseContext
+
+    assert StreamConfig().parser == "fast"
+    machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding)
+    assert isinstance(machine._driver, FastHarmonyDriver)

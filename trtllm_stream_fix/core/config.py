@@ -31,7 +31,7 @@ class StreamConfig:
 
     preambles: Preambles = "commentary"
     length_terminal: LengthTerminal = "incomplete"
-    parser: Parser = "reference"
+    parser: Parser = "fast"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> StreamConfig:

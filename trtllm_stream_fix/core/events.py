@@ -7,6 +7,9 @@ validation would only cost time on the per-token path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from openai.types.responses import (
     ResponseCompletedEvent,
     ResponseContentPartAddedEvent,
@@ -33,6 +36,7 @@ from openai.types.responses.response_content_part_done_event import (
     PartReasoningText as DoneReasoningPart,
 )
 
+from . import fastmodel
 from .fastmodel import construct, construct_complete
 from .items import ItemKind, ItemRecord, build_item
 
@@ -161,6 +165,37 @@ def delta(record: ItemRecord, text: str, seq: int):
             "sequence_number": seq,
         },
     )
+
+
+def delta_builder(record: ItemRecord) -> Callable[[str, int], Any]:
+    """``lambda text, seq: delta(record, text, seq)``, with the record's fields bound once.
+
+    The per-token path at one token per engine response: one call builds the event (the
+    fields of ``delta``'s event, in the same order, copied from a per-item template).
+    """
+    template = delta(record, "", 0)
+    cls, fixed = type(template), template.__dict__
+    logprobs = "logprobs" in fixed
+    names = set(fixed)
+    direct = fastmodel.builds_directly(cls, names)
+    new, set_dict, set_fields, set_extra, set_private = fastmodel.RAW_SETTERS
+
+    def build(text: str, seq: int) -> Any:
+        values = fixed.copy()
+        values["delta"] = text
+        if logprobs:
+            values["logprobs"] = []
+        values["sequence_number"] = seq
+        if fastmodel._validating or not direct:  # validating: the test suite turns it on
+            return construct_complete(cls, values)
+        model = new(cls)
+        set_dict(model, values)
+        set_fields(model, names.copy())
+        set_extra(model, {})
+        set_private(model, None)
+        return model
+
+    return build
 
 
 def text_done(record: ItemRecord, seq: int):

@@ -146,6 +146,41 @@ def _marks(tokens: list[int]) -> list[int]:
     return [i for i, t in enumerate(tokens) if t >= _FIRST_MARK or t < 0]
 
 
+def decode_invalid(data: bytes) -> tuple[str, bytes]:
+    """One content token's ``(delta, pending bytes)`` for ``data`` (the bytes pending before
+    it, then its own) when they are not valid UTF-8, as openai_harmony's parser decides.
+
+    The valid prefix is the delta; then either the unfinished last character waits for the
+    next token, or the first invalid sequence becomes U+FFFD and what follows it waits.
+    """
+    try:
+        data.decode()
+    except UnicodeDecodeError as exc:
+        valid, end, reason = exc.start, exc.end, exc.reason
+    else:
+        return data.decode(), b""
+    delta = data[:valid].decode()
+    if reason == "unexpected end of data" and end == len(data):
+        return delta, data[valid:]
+    return delta + _REPLACEMENT, data[end:]
+
+
+def message_text(table: list[bytes], tokens: Sequence[int]) -> str:
+    """The parser's text for a message of content ``tokens``: every token's delta, then the
+    bytes still pending at its end (U+FFFD where not valid UTF-8)."""
+    deltas = []
+    pending = b""
+    for token in tokens:
+        data = pending + table[token]
+        try:
+            deltas.append(data.decode())
+            pending = b""
+        except UnicodeDecodeError:
+            delta, pending = decode_invalid(data)
+            deltas.append(delta)
+    return "".join(deltas) + pending.decode("utf-8", "replace")
+
+
 def _int_list(token_ids: Sequence[int]) -> list[int] | None:
     """``token_ids`` as a list of Python ints (numpy arrays and scalars accepted), or None."""
     if isinstance(token_ids, np.ndarray):
@@ -169,14 +204,13 @@ class FastHarmonyDriver:
         self._table = token_bytes(encoding)
         self._vocab = len(self._table)
         self._phase = Phase.HEADER if role is not None else Phase.EXPECT_START
+        self._in_content = False  # self._phase is Phase.CONTENT, for the per-token path
         self._next_role: Role | None = role
-        self._fed = 0
         self._tokens: list[int] = []  # every token fed: replayed on a hand-over
         self._header: list[int] = []
-        self._open: HeaderFields | None = None
-        self._chunks: list[str] = []  # text of the open message
+        self._open: tuple[HeaderFields, int] | None = None  # header, first content token
         self._pending = b""  # bytes of an unfinished UTF-8 sequence
-        self._closed: list[tuple[HeaderFields, str]] = []
+        self._closed: list[tuple[HeaderFields, int, int]] = []  # header, content start, end
         self._messages: list[Message] = []
         self._header_cache: dict[tuple[bool, tuple[int, ...]], HeaderFields | None] = {}
         self._reference: HarmonyDriver | None = None
@@ -190,7 +224,7 @@ class FastHarmonyDriver:
     @property
     def tokens_fed(self) -> int:
         """Tokens the parser accepted so far."""
-        return self._reference.tokens_fed if self._reference is not None else self._fed
+        return self._reference.tokens_fed if self._reference is not None else len(self._tokens)
 
     @property
     def handed_over(self) -> bool:
@@ -203,7 +237,9 @@ class FastHarmonyDriver:
         if self._reference is not None:
             return self._reference.messages
         built = self._messages
-        for (role, name, channel, recipient, content_type), text in self._closed[len(built) :]:
+        for header, start, end in self._closed[len(built) :]:
+            role, name, channel, recipient, content_type = header
+            text = message_text(self._table, self._tokens[start:end])
             built.append(
                 Message(
                     author=Author(role=role, name=name),
@@ -217,34 +253,27 @@ class FastHarmonyDriver:
 
     def is_content_token(self, token: int) -> bool:
         """Whether ``token`` only adds text to the open message (``content_delta`` may take it)."""
-        if self._reference is not None:
-            return self._reference.is_content_token(token)
-        return (
-            self._phase is Phase.CONTENT and token not in STOP_TOKENS and 0 <= token < self._vocab
-        )
+        if self._in_content:
+            return token not in STOP_TOKENS and 0 <= token < self._vocab
+        return self._reference is not None and self._reference.is_content_token(token)
 
     def content_delta(self, token: int) -> str | None:
         """One content token (precondition: ``is_content_token(token)``): its delta or None."""
         if self._reference is not None:
             return self._reference.content_delta(token)
-        if type(token) is not int:
-            token = int(token) if isinstance(token, np.integer) else token
-        if type(token) is not int or not 0 <= token < self._vocab:
+        try:
+            data = self._table[token]
+        except TypeError:  # not an int: the reference says what it is
             return self._hand_over().content_delta(token)
         self._tokens.append(token)
-        self._fed += 1
-        data = self._table[token]
         if self._pending:
             data = self._pending + data
         try:
             delta = data.decode()
             self._pending = b""
         except UnicodeDecodeError:
-            delta = self._decode_one(data)
-        if delta:
-            self._chunks.append(delta)
-            return delta
-        return None
+            delta, self._pending = decode_invalid(data)
+        return delta or None
 
     def feed(self, token_ids: Sequence[int], facts: list[Fact] | None = None) -> list[Fact]:
         """Facts of ``token_ids`` appended to ``facts``, exactly as ``HarmonyDriver.feed``."""
@@ -272,8 +301,9 @@ class FastHarmonyDriver:
         if phase is Phase.HEADER:
             return self._hand_over().finish(out)  # the reference's error for a cut header
         self._phase = Phase.EXPECT_START
+        self._in_content = False
         if phase is Phase.CONTENT:
-            self._close(None, self._fed, out)
+            self._close(None, len(self._tokens), out)
         return out
 
     # -- the walk over one batch ----------------------------------------------------------
@@ -283,11 +313,10 @@ class FastHarmonyDriver:
         marks = _marks(tokens)
         if not marks and n and self._phase is Phase.CONTENT:
             # The common engine response: ordinary text only.
-            self._fed += n
             self._text(tokens, out)
             return
         phase = self._phase
-        fed = self._fed
+        fed = len(self._tokens)
         start = 0  # first token of the segment not yet consumed
         vocab = self._vocab
         marks.append(n)
@@ -323,7 +352,7 @@ class FastHarmonyDriver:
                 self._header = []
                 start = k + 1
         self._phase = phase
-        self._fed = fed + n
+        self._in_content = phase is Phase.CONTENT
 
     def _opened(self, at: int, out: list[Fact]) -> None:
         role = self._next_role
@@ -344,8 +373,7 @@ class FastHarmonyDriver:
         if fields is None:
             raise _Unhandled
         self._next_role = None
-        self._open = fields
-        self._chunks = []
+        self._open = (fields, at)
         self._pending = b""
         role, _name, channel, recipient, content_type = fields
         out.append(MessageOpened(channel, recipient, content_type, at, role))
@@ -355,15 +383,14 @@ class FastHarmonyDriver:
         # not valid UTF-8): joined to the message's last delta, as the reference does.
         settled = self._pending.decode("utf-8", "replace") if self._pending else ""
         if settled:
-            self._chunks.append(settled)
             if out and type(out[-1]) is ContentDelta:
                 out[-1] = ContentDelta(out[-1].text + settled)
             else:
                 out.append(ContentDelta(settled))
-        self._closed.append((self._open, "".join(self._chunks)))
+        header, start = self._open
+        self._closed.append((header, start, at if stop is None else at - 1))
         out.append(MessageClosed(stop, at, bool(settled)))
         self._open = None
-        self._chunks = []
         self._pending = b""
 
     def _text(self, run: list[int], out: list[Fact]) -> None:
@@ -383,7 +410,6 @@ class FastHarmonyDriver:
             else:
                 text = self._decode_each(run)
         if text:
-            self._chunks.append(text)
             if out and type(out[-1]) is ContentDelta:
                 out[-1] = ContentDelta(out[-1].text + text)
             else:
@@ -393,33 +419,17 @@ class FastHarmonyDriver:
         """The parser's per-token decoding of a run holding invalid UTF-8."""
         table = self._table
         deltas = []
+        pending = self._pending
         for token in run:
-            data = self._pending + table[token]
+            data = pending + table[token]
             try:
-                delta = data.decode()
-                self._pending = b""
+                deltas.append(data.decode())
+                pending = b""
             except UnicodeDecodeError:
-                delta = self._decode_one(data)
-            deltas.append(delta)
+                delta, pending = decode_invalid(data)
+                deltas.append(delta)
+        self._pending = pending
         return "".join(deltas)
-
-    def _decode_one(self, data: bytes) -> str:
-        """One token's delta for ``data`` (pending + its bytes) that is not valid UTF-8.
-
-        As the parser: the valid prefix, then either the unfinished last character waits
-        (kept pending) or the first invalid sequence becomes U+FFFD and what follows it stays
-        pending until the next token.
-        """
-        try:
-            data.decode()
-        except UnicodeDecodeError as exc:
-            valid, end, reason = exc.start, exc.end, exc.reason
-        delta = data[:valid].decode()
-        if reason == "unexpected end of data" and end == len(data):
-            self._pending = data[valid:]
-            return delta
-        self._pending = data[end:]
-        return delta + _REPLACEMENT
 
     # -- hand-over to the reference -------------------------------------------------------
 
@@ -429,6 +439,7 @@ class FastHarmonyDriver:
         if self._tokens:
             reference.feed(self._tokens)
         self._reference = reference
+        self._in_content = False  # is_content_token asks the reference from now on
         self._tokens = []
         self._closed = []
         self._messages = []

@@ -112,6 +112,24 @@ def construct(cls: type[M], **values: Any) -> M:
     return public_construct(cls, values)
 
 
+# BaseModel's slot descriptors, called directly: no attribute lookup per instance.
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+#: ``(object.__new__, set __dict__, set fields set, set extra, set private)`` for builders
+#: that inline ``construct_complete`` (``events.delta_builder``) where ``builds_directly``.
+RAW_SETTERS = (_new, _set_dict, _set_fields, _set_extra, _set_private)
+
+
+def builds_directly(cls: type, names: frozenset[str] | set[str]) -> bool:
+    """Whether ``construct_complete(cls, values)`` with exactly the fields ``names`` sets the
+    instance dict directly (this openai declares them all, direct construction works)."""
+    return set(names) == set(_shape(cls)[1]) and _direct_works()
+
+
 def construct_complete(cls: type[M], values: dict[str, Any]) -> M:
     """Like ``construct`` for ``values`` that already hold every field (no defaults filled).
 
@@ -122,8 +140,8 @@ def construct_complete(cls: type[M], values: dict[str, Any]) -> M:
     if _validating:
         _validate(cls, values)
     model = _new(cls)
-    _set(model, "__dict__", values)
-    _set(model, "__pydantic_fields_set__", set(values))
-    _set(model, "__pydantic_extra__", {})
-    _set(model, "__pydantic_private__", None)
+    _set_dict(model, values)
+    _set_fields(model, set(values))
+    _set_extra(model, {})
+    _set_private(model, None)
     return model

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from openai.types.responses import Response
@@ -102,7 +102,7 @@ class LifecycleError(RuntimeError):
 class _OpenMessage:
     """The Harmony message being parsed: its deltas and the item it feeds (if announced)."""
 
-    __slots__ = ("chunks", "kind", "opened_at", "phase", "recipient", "record", "spec")
+    __slots__ = ("chunks", "delta", "kind", "opened_at", "phase", "recipient", "record", "spec")
 
     def __init__(self, kind: ItemKind, phase: str | None, recipient: str | None, at: int):
         self.kind = kind
@@ -111,6 +111,7 @@ class _OpenMessage:
         self.recipient = recipient
         self.opened_at = at
         self.record: ItemRecord | None = None
+        self.delta: Callable[[str, int], Any] | None = None  # the record's delta builder
         self.chunks: list[str] = []
 
 
@@ -182,12 +183,21 @@ class ResponsesEventMachine:
         out: list[Any] = []
         driver = self._driver
         try:
-            if not finished and len(token_ids) == 1 and driver.is_content_token(token_ids[0]):
-                # One content token per engine response (stream_interval 1): no facts.
-                delta = driver.content_delta(token_ids[0])
-                if delta:
-                    self._on_delta(delta, out)
-                return out
+            if not finished and len(token_ids) == 1:
+                token = token_ids[0]
+                if driver.is_content_token(token):
+                    # One content token per engine response (stream_interval 1): no facts,
+                    # and ``_on_delta`` inlined.
+                    delta = driver.content_delta(token)
+                    if delta:
+                        message = self._message
+                        message.chunks.append(delta)
+                        build = message.delta
+                        if build is not None:
+                            seq = self._seq
+                            self._seq = seq + 1
+                            out.append(build(delta, seq))
+                    return out
             status = finish_status(finish_reason)
             facts: list[Fact] = []
             try:
@@ -242,8 +252,11 @@ class ResponsesEventMachine:
     def _on_delta(self, text: str, out: list[Any]) -> None:
         message = self._message
         message.chunks.append(text)
-        if message.record is not None:
-            out.append(ev.delta(message.record, text, self._next()))
+        build = message.delta
+        if build is not None:  # the per-token path at stream_interval 1: _next inlined
+            seq = self._seq
+            self._seq = seq + 1
+            out.append(build(text, seq))
 
     def _open(self, fact: MessageOpened, out: list[Any]) -> None:
         kind, phase = classify(fact.channel, fact.recipient, self.config, fact.role)
@@ -264,6 +277,7 @@ class ResponsesEventMachine:
         )
         self._items.append(record)
         message.record = record
+        message.delta = ev.delta_builder(record)
         out.append(ev.item_added(record, self._next()))
         if message.spec.content_part:
             out.append(ev.part_added(record, self._next()))

@@ -66,7 +66,14 @@ def event_to_json(event: Any) -> str:
 
 def format_sse(event: Any) -> str:
     """One SSE frame for ``event`` (its ``type`` as the SSE event name)."""
-    return f"event: {event.type}\ndata: {event_to_json(event)}\n\n"
+    fields = event.__dict__
+    kind = fields["type"]
+    if kind in DELTA_TYPES:  # the per-token path: event_to_json's delta branch inlined
+        try:
+            return f"event: {kind}\ndata: {orjson.dumps(fields).decode()}\n\n"
+        except TypeError:
+            pass
+    return f"event: {kind}\ndata: {event_to_json(event)}\n\n"
 
 
 class SSEEncoder:

@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException
 from ..core import events as ev
 from ..core.config import StreamConfig
 from ..core.context import ResponseContext
+from ..core.fast_harmony import token_bytes
 from ..core.machine import ResponsesEventMachine
 from ..core.nonstreaming import build_response
 from ..core.response import build_response as build_response_object
@@ -40,6 +41,8 @@ logger = logging.getLogger(__name__)
 Generator = Literal["ours", "upstream"]
 DEFAULT_MODELS = ("gpt-oss-20b", "gpt-oss-120b")
 DEFAULT_MAX_BODY_BYTES = ServerLimits.max_body_bytes
+#: Prompts up to this many characters are tokenised on the event loop (tens of µs).
+INLINE_PROMPT_CHARS = 4096
 
 
 class StreamGauge:
@@ -142,6 +145,8 @@ async def _prompt_tokens(request: ResponsesRequest, encoding: Any, limits: Serve
     """Prompt tokens, counted in a worker thread within ``limits`` (RequestError past them)."""
     prompt = "\n".join(filter(None, (request.instructions, input_text(request.input))))
     check_input_size(prompt, limits)
+    if len(prompt) <= INLINE_PROMPT_CHARS:  # a thread hand-off costs more than this
+        return count_prompt_tokens(encoding, prompt, limits)
     return await run_in_threadpool(count_prompt_tokens, encoding, prompt, limits)
 
 
@@ -203,6 +208,7 @@ def create_app(
     engine_config = engine_config or EngineConfig()
     stream_config = stream_config or StreamConfig()
     encoding = load_gpt_oss_encoding()
+    token_bytes(encoding)  # the fast parser's table, built now rather than in a request
     engine = SimulatedEngine(engine_config)
     streamer = _Streamer(engine, generator, stream_config, encoding)
     gauge = StreamGauge()
