@@ -70,7 +70,7 @@ def format_sse(event: Any) -> str:
     kind = fields["type"]
     if kind in DELTA_TYPES:  # the per-token path: event_to_json's delta branch inlined
         try:
-            return f"event: {kind}\ndata: {orjson.dumps(fields).decode()}\n\n"
+            return f"event: {kind}\ndata: {json_dumps(fields).decode()}\n\n"
         except TypeError:
             pass
     return f"event: {kind}\ndata: {event_to_json(event)}\n\n"
