@@ -145,9 +145,10 @@ def wait_healthy(url: str, timeout: float, proc: subprocess.Popen | None = None)
 
 @contextmanager
 def embedded_server(
-    stream_interval: int, tokens_per_second: float, generator: str
+    stream_interval: int, tokens_per_second: float, generator: str, parser: str | None = None
 ) -> Iterator[tuple[str, int]]:
-    """The simulated server in a subprocess: yields (base URL, pid)."""
+    """The simulated server in a subprocess: yields (base URL, pid). ``parser`` picks the
+    Harmony parser of our generator (``fast``/``reference``; None = the default)."""
     port = _free_port()
     cmd = [
         sys.executable,
@@ -160,6 +161,7 @@ def embedded_server(
         str(tokens_per_second),
         "--generator",
         generator,
+        *(("--parser", parser) if parser else ()),
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
@@ -426,6 +428,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="ours",
         help="embedded server: our event machine or the upstream-equivalent",
     )
+    parser.add_argument(
+        "--parser",
+        choices=("fast", "reference"),
+        default=None,
+        help="embedded server: the Harmony parser of our generator (default: fast)",
+    )
     parser.add_argument("--timeout", type=float, default=600.0, help="per-stream deadline, s")
     parser.add_argument("--quick", action="store_true", help="2 streams, 1 request each")
     parser.add_argument("--json", action="store_true", help="print the report as JSON only")
@@ -462,12 +470,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             stream_interval=args.stream_interval,
             tokens_per_second=args.tokens_per_second,
             generator=args.generator,
+            parser=args.parser or "fast",
         )
         seeds = well_formed_seeds(64)
-        with embedded_server(args.stream_interval, args.tokens_per_second, args.generator) as (
-            url,
-            pid,
-        ):
+        with embedded_server(
+            args.stream_interval, args.tokens_per_second, args.generator, args.parser
+        ) as (url, pid):
             rows = run_levels(
                 url,
                 levels,

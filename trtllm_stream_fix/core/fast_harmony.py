@@ -147,10 +147,10 @@ def _marks(tokens: list[int]) -> list[int]:
 
 
 def decode_invalid(data: bytes) -> tuple[str, bytes]:
-    """One content token's ``(delta, pending bytes)`` for ``data`` (the bytes pending before
-    it, then its own) when they are not valid UTF-8, as openai_harmony's parser decides.
+    """One content token's ``(delta, pending bytes)`` for invalid UTF-8 ``data``.
 
-    The valid prefix is the delta; then either the unfinished last character waits for the
+    ``data`` is the bytes pending before the token, then its own. As openai_harmony's parser
+    decides: the valid prefix is the delta; then either the unfinished last character waits for the
     next token, or the first invalid sequence becomes U+FFFD and what follows it waits.
     """
     try:
@@ -166,8 +166,10 @@ def decode_invalid(data: bytes) -> tuple[str, bytes]:
 
 
 def message_text(table: list[bytes], tokens: Sequence[int]) -> str:
-    """The parser's text for a message of content ``tokens``: every token's delta, then the
-    bytes still pending at its end (U+FFFD where not valid UTF-8)."""
+    """The parser's text for a message of content ``tokens``.
+
+    Every token's delta, then the bytes still pending at its end (U+FFFD where not valid UTF-8).
+    """
     deltas = []
     pending = b""
     for token in tokens:

@@ -125,8 +125,10 @@ RAW_SETTERS = (_new, _set_dict, _set_fields, _set_extra, _set_private)
 
 
 def builds_directly(cls: type, names: frozenset[str] | set[str]) -> bool:
-    """Whether ``construct_complete(cls, values)`` with exactly the fields ``names`` sets the
-    instance dict directly (this openai declares them all, direct construction works)."""
+    """Whether ``construct_complete`` of exactly the fields ``names`` builds ``cls`` directly.
+
+    True when this openai declares them all and direct construction works.
+    """
     return set(names) == set(_shape(cls)[1]) and _direct_works()
 
 
