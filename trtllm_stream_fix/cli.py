@@ -157,7 +157,10 @@ def _add_serve(sub: Any) -> None:
         help="generation speed (0 = as fast as possible)",
     )
     p.add_argument("--seed", type=int, default=0, help="mixed into the per-request seed")
-    from .sim.engine import SCENARIOS
+    try:
+        from .sim.engine import SCENARIOS
+    except ImportError:  # the sim extra is not installed: serve says so when it runs
+        SCENARIOS = ()
 
     p.add_argument(
         "--scenario",
