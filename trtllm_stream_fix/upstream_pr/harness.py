@@ -53,9 +53,11 @@ def activate(root: Path) -> list[str]:
     """Import the tree's real Responses modules (and the new package) on CPU."""
     import realstub
 
+    stubbed = realstub.activate(root)
     if (root / PACKAGE_DIR / "__init__.py").is_file():
+        # Ahead of realstub's finder, which answers every other tensorrt_llm module.
         sys.meta_path.insert(0, _PackageFinder(root))
-    return realstub.activate(root)
+    return stubbed
 
 
 def run_harness(root: Path, count: int = COUNT, timeout: float = 900) -> dict[str, Any]:

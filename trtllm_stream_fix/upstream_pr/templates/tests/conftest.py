@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
+from ....core import fastmodel
 from ..encoding import load_gpt_oss_encoding
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every model the event machine builds is validated against its openai class."""
+    fastmodel.validating(True)
 
 
 @pytest.fixture(scope="session")
