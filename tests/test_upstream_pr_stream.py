@@ -106,7 +106,7 @@ def test_an_early_failure_sends_error_at_once_and_holds_response_failed(tokens):
     assert stream.process_output(processor, _result(tokens(" more"), False)) == []
     final, response = stream.final_response(processor, _result([], True, "stop"))
     assert [e["type"] for e in _events([final])] == ["response.failed"]
-    assert response is None  # a failed stream is not stored
+    assert response.status == "failed"  # stored as a non-streaming response is
 
 
 def test_a_streamed_response_is_stored_like_a_non_streaming_one(tokens):

@@ -131,7 +131,7 @@ class HarmonyResponsesStream:
     def final_response(
         self, processor: Any, final_res: Any, num_prompt_tokens: int | None = None
     ) -> tuple[str, Response | None]:
-        """The terminal SSE frame and the response to store (None for a failed stream).
+        """The terminal SSE frame and the final response (stored whatever its status).
 
         Releases the per-request state.
         """
@@ -143,8 +143,6 @@ class HarmonyResponsesStream:
             output = final_res.outputs[0]
             events = machine.feed([], finished=True, finish_reason=output.finish_reason)
         response = machine.final_response
-        if response is not None and response.status == "failed":
-            response = None  # a failed stream is not stored
         if response is not None and num_prompt_tokens is not None and response.usage:
             response.usage.input_tokens = num_prompt_tokens
             response.usage.total_tokens = num_prompt_tokens + response.usage.output_tokens
