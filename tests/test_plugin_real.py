@@ -63,15 +63,15 @@ def _source(configured: str) -> tuple[Path | None, str]:
     return root, ""
 
 
-@cache
-def _run(configured: str) -> dict[str, Any]:
+def run_driver(module: str, configured: str, outputs: int) -> dict[str, Any]:
+    """Run ``python -m realstub.<module> ROOT OUTPUTS`` and return its ``RESULT`` line."""
     root, reason = _source(configured)
     if root is None:
         pytest.skip(reason)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(TESTS), str(REPO))))
     env.pop("TRTLLM_STREAM_FIX", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "realstub.drive", str(root), str(OUTPUTS)],
+        [sys.executable, "-m", f"realstub.{module}", str(root), str(outputs)],
         capture_output=True,
         text=True,
         env=env,
@@ -85,6 +85,11 @@ def _run(configured: str) -> dict[str, Any]:
     assert "error" not in result, result.get("traceback", result.get("error"))
     result["root"] = str(root)
     return result
+
+
+@cache
+def _run(configured: str) -> dict[str, Any]:
+    return run_driver("drive", configured, OUTPUTS)
 
 
 @pytest.fixture(scope="module", params=_sources(), ids=lambda p: Path(p).name or "installed")

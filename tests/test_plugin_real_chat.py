@@ -11,15 +11,12 @@ with the args pickled to an emulated worker) and ``chat_harmony_post_processor``
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from functools import cache
 from typing import Any
 
 import pytest
-from test_plugin_real import REPO, TESTS, _source, _sources
+from test_plugin_real import _sources, run_driver
 
 pytestmark = pytest.mark.cpu_only
 OUTPUTS = 20
@@ -27,25 +24,7 @@ OUTPUTS = 20
 
 @cache
 def _run(configured: str) -> dict[str, Any]:
-    root, reason = _source(configured)
-    if root is None:
-        pytest.skip(reason)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(TESTS), str(REPO))))
-    env.pop("TRTLLM_STREAM_FIX", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "realstub.drive_chat", str(root), str(OUTPUTS)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=TESTS,
-        timeout=600,
-        check=False,
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert lines, proc.stderr[-3000:]
-    result = json.loads(lines[-1][len("RESULT ") :])
-    assert "error" not in result, result["error"]
-    return result
+    return run_driver("drive_chat", configured, OUTPUTS)
 
 
 @pytest.fixture(params=_sources(), ids=lambda p: os.path.basename(p.rstrip("/")) or "installed")
