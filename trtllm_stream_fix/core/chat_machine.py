@@ -64,14 +64,15 @@ class ChatOptions:
     ``preambles``: commentary messages without a recipient go to ``content`` (visible, the
     default), to ``reasoning``, or are dropped.
     ``message_separator``: put between two messages' texts in one field.
-    ``parser``: the Harmony driver, ``"reference"`` (openai_harmony, one token at a time) or
-    ``"fast"`` (``core.fast_harmony``, the same facts), as ``StreamConfig.parser``.
+    ``parser``: the Harmony driver, ``"fast"`` (``core.fast_harmony``, the default) or
+    ``"reference"`` (openai_harmony, one token at a time): the same frames, as
+    ``StreamConfig.parser`` (``testing.chat_differential`` compares them).
     """
 
     reasoning_field: ReasoningField = "reasoning"
     preambles: ChatPreambles = "content"
     message_separator: str = "\n\n"
-    parser: Parser = "reference"
+    parser: Parser = "fast"
 
 
 DEFAULT_CHAT_OPTIONS = ChatOptions()

@@ -53,13 +53,13 @@ def chat_options(environ: Mapping[str, str] | None = None) -> ChatOptions:
     """Options from the environment: ``TRTLLM_STREAM_FIX_PREAMBLES=drop`` drops preambles
     (upstream's Responses parity switch), ``TRTLLM_STREAM_FIX_REASONING_FIELD`` names the
     reasoning field (``reasoning``, default, or ``reasoning_content``), and
-    ``TRTLLM_STREAM_FIX_PARSER`` picks the Harmony driver (``reference`` or ``fast``)."""
+    ``TRTLLM_STREAM_FIX_PARSER`` picks the Harmony driver (``fast``, default, or ``reference``)."""
     env = os.environ if environ is None else environ
     preambles = env.get(PREAMBLES_ENV, "").strip().lower()
     field = env.get(REASONING_FIELD_ENV, "").strip().lower() or "reasoning"
     if field not in ("reasoning", "reasoning_content"):
         raise ValueError(f"{REASONING_FIELD_ENV}={field!r} is not reasoning or reasoning_content")
-    parser = env.get(PARSER_ENV, "").strip().lower() or "reference"
+    parser = env.get(PARSER_ENV, "").strip().lower() or "fast"
     if parser not in ("reference", "fast"):
         raise ValueError(f"{PARSER_ENV}={parser!r} is not fast or reference")
     return ChatOptions(

@@ -318,7 +318,10 @@ def create_app(
         models=models,
         limits=limits,
         gauge=gauge,
-        options=ChatOptions(preambles="drop" if stream_config.preambles == "drop" else "content"),
+        options=ChatOptions(
+            preambles="drop" if stream_config.preambles == "drop" else "content",
+            parser=stream_config.parser,
+        ),
     )
     return app
 

@@ -7,11 +7,14 @@ counts: what the client sees (deltas of one field joined, ids canonical) equals 
 stream (``identical``); the OpenAI SDK's chat accumulator accepts it (``sdk_accepted``); the
 strict chat checker passes it (``strict_passed``); the SDK's accumulated completion equals
 the checker's assembly of the stream (``final_matches_stream``); the non-streaming
-completion for the same tokens equals the stream joined (``nonstreaming_matches``).
+completion for the same tokens equals the stream joined (``nonstreaming_matches``). For ours,
+``fast_matches_reference`` also counts the streams whose frames, and non-streaming completion,
+are the same with ``ChatOptions(parser="fast")`` and ``parser="reference"``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from collections.abc import Callable, Iterable, Sequence
@@ -31,6 +34,7 @@ from ..core.chat_machine import (
 from ..defaults import default_encoding
 from .chat_oracle import SDKRejected, SDKResult, sdk_accumulate_chat
 from .differential import COUNTS, NUMPY_SPLIT, splits_for
+from .parser_differential import copy_split, first_difference
 from .report import shorten
 from .synthetic import SyntheticOutput, engine_responses
 
@@ -234,10 +238,16 @@ class ChatTally:
     final_matches_stream: int = 0
     nonstreaming_matches: int = 0
     raised: int = 0
+    #: Streams on which the fast and the reference Harmony parsers give the same frames and
+    #: non-streaming completion; counted for ours only.
+    fast_matches_reference: int | None = None
     examples: list[str] = field(default_factory=list)
 
     def as_counts(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in CHAT_COUNTS}
+        counts = {name: getattr(self, name) for name in CHAT_COUNTS}
+        if self.fast_matches_reference is not None:
+            counts["fast_matches_reference"] = self.fast_matches_reference
+        return counts
 
     def note(self, text: str) -> None:
         text = " ".join(text.split())
@@ -245,10 +255,57 @@ class ChatTally:
             self.examples.append(shorten(text))
 
 
+def _outcome(run: Callable[[], Any]) -> Any:
+    """``run()``, or what it raised (type and message), so both parsers can be compared."""
+    try:
+        return run()
+    except Exception as exc:
+        return ("raised", type(exc).__name__, str(exc))
+
+
+def parser_difference(
+    output: SyntheticOutput,
+    split: int | Sequence[int] | random.Random | str,
+    *,
+    options: ChatOptions = DEFAULT_CHAT_OPTIONS,
+    encoding: Any = None,
+) -> str | None:
+    """First difference between the chat machine's frames of ``output`` with the reference
+    and the fast parser (then between their non-streaming completions), or None."""
+    encoding = encoding or default_encoding()
+    streams, bodies = [], []
+    for parser in ("reference", "fast"):
+        chosen = dataclasses.replace(options, parser=parser)
+        streams.append(
+            _outcome(
+                lambda chosen=chosen: chat_stream(
+                    output, copy_split(split), options=chosen, encoding=encoding
+                )
+            )
+        )
+        bodies.append(
+            _outcome(
+                lambda chosen=chosen: chat_nonstreaming(output, options=chosen, encoding=encoding)
+            )
+        )
+    found = first_difference(streams[0], streams[1]) if streams[0] != streams[1] else None
+    if found is None and bodies[0] != bodies[1]:
+        found = f"non-streaming: reference {bodies[0]!r:.300} / fast {bodies[1]!r:.300}"
+    return found
+
+
 def judge_chat_output(
-    output: SyntheticOutput, impl: str, tally: ChatTally, *, encoding: Any = None
+    output: SyntheticOutput,
+    impl: str,
+    tally: ChatTally,
+    *,
+    encoding: Any = None,
+    compare_parsers: bool = True,
 ) -> int:
-    """Stream ``output`` with every split and add the verdicts to ``tally``; returns streams."""
+    """Stream ``output`` with every split and add the verdicts to ``tally``; returns streams.
+
+    ``compare_parsers`` (ours only) also counts ``fast_matches_reference``.
+    """
     splits = splits_for(output)
     try:
         expected: tuple[Any, ...] = completion_view(
@@ -260,6 +317,11 @@ def judge_chat_output(
     for split in splits:
         label = split if isinstance(split, (int, str)) else "random"
         where = f"seed {output.seed} ({output.name}) split {label}"
+        if compare_parsers and impl == "ours":
+            found = parser_difference(output, copy_split(split), encoding=encoding)
+            tally.fast_matches_reference = (tally.fast_matches_reference or 0) + (found is None)
+            if found:
+                tally.note(f"{where}: parsers: {found}")
         try:
             payloads = chat_stream(output, split, impl=impl, encoding=encoding)
         except Exception as exc:
@@ -325,5 +387,6 @@ __all__ = [
     "chat_visible",
     "check_chat_payloads",
     "judge_chat_output",
+    "parser_difference",
     "run_chat_check",
 ]
