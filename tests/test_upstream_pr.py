@@ -195,6 +195,36 @@ def test_new_files_are_upstream_shaped_and_name_nothing_of_ours(tree):
         assert "pytestmark = pytest.mark.cpu_only" in change.new_files[path], path
 
 
+def test_the_processor_shipped_upstream_is_the_one_the_plugin_runs(tree):
+    """One source: the change set's ``processor.py`` is ``serving/processor.py`` converted, and
+    the plugin's subclass and non-streaming replacement delegate to that module's code."""
+    change = build(tree, year=2026, tools=NO_FORMAT)
+    placement = layout.Placement(
+        layout.OURS / "serving" / "processor.py", f"{layout.PACKAGE_DIR}/processor.py"
+    )
+    assert change.new_files[placement.dest] == convert.convert(placement, 2026)
+    plugin = layout.OURS / "plugin"
+    sources = {name: (plugin / name).read_text() for name in ("processor.py", "replacements.py")}
+    used = {name: _names(text) for name, text in sources.items()}
+    for logic in ("ResponsesEventMachine", "feed", "format_sse", "store_response"):
+        assert logic not in used["processor.py"], f"plugin/processor.py has its own {logic}"
+    assert "build_response" not in used["replacements.py"]
+    assert "from ..serving.processor import HarmonyResponsesStream" in sources["processor.py"]
+
+
+def _names(text: str) -> set[str]:
+    """The names and attributes a module's code uses (docstrings and comments aside)."""
+    out = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Name):
+            out.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            out.add(node.attr)
+        elif isinstance(node, ast.alias):
+            out.add(node.asname or node.name)
+    return out
+
+
 def test_the_patch_applies_to_a_copy_and_yields_the_files(tree, tmp_path):
     if shutil.which("git") is None:
         pytest.skip("git is not installed")

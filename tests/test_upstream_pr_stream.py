@@ -17,8 +17,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from trtllm_stream_fix.serving.processor import HarmonyResponsesStream
 from trtllm_stream_fix.upstream_pr import edits
-from trtllm_stream_fix.upstream_pr.templates.processor import HarmonyResponsesStream
 
 pytestmark = pytest.mark.cpu_only
 

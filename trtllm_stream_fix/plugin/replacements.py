@@ -9,21 +9,15 @@ shape checks can find the original.
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from ..core.config import StreamConfig
-from ..core.context import ResponseContext
-from ..core.nonstreaming import build_response
-from ..defaults import edge_defaults
-
-logger = logging.getLogger("trtllm_stream_fix.plugin")
+from ..serving.processor import harmony_output_content, with_phase_channel
 
 RESPONSES_UTILS = "tensorrt_llm.serve.responses_utils"
-PHASE_CHANNELS = {"commentary": "commentary", "final_answer": "final"}
 
 
 def _mark(wrapper: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
@@ -33,12 +27,11 @@ def _mark(wrapper: Callable[..., Any], original: Callable[..., Any]) -> Callable
 
 
 def harmony_messages(token_ids: list[int]) -> list[Any]:
-    """Upstream's parse of the output tokens (conversation history); [] if it cannot parse."""
-    try:
-        return list(sys.modules[RESPONSES_UTILS]._parse_output_tokens(token_ids))
-    except Exception as exc:
-        logger.debug("output tokens not parsable as Harmony messages: %s", exc)
-        return []
+    """Upstream's parse of the output tokens (conversation history), looked up at call time.
+
+    Module level, so a processor holding it pickles to a PostprocWorker by reference.
+    """
+    return list(sys.modules[RESPONSES_UTILS]._parse_output_tokens(token_ids))
 
 
 def create_output_content_harmony(
@@ -52,45 +45,16 @@ def create_output_content_harmony(
 
     def _create_output_content_harmony(final_res: Any) -> tuple[list[Any], list[Any]]:
         output = final_res.outputs[0]
-        token_ids = list(output.token_ids)
-        response = build_response(
-            ResponseContext.new(),
-            token_ids,
-            output.finish_reason or "stop",
-            config=config,
-            **edge_defaults(),
+        return harmony_output_content(
+            output.token_ids, output.finish_reason, harmony_messages, config
         )
-        return list(response.output), harmony_messages(token_ids)
 
     return _mark(_create_output_content_harmony, original)
 
 
-def _item_channel(input_msg: Any) -> str | None:
-    """The Harmony channel an input item we streamed belongs on.
-
-    A ``reasoning`` item is the analysis channel; an assistant ``message`` item is the
-    channel of its phase (``commentary`` for a preamble, ``final`` for an answer).
-    """
-    item = input_msg if isinstance(input_msg, dict) else getattr(input_msg, "__dict__", {})
-    kind = item.get("type", "message")
-    if kind == "reasoning":
-        return "analysis"
-    if kind != "message" or item.get("role") != "assistant":
-        return None
-    return PHASE_CHANNELS.get(item.get("phase") or "")
-
-
 def parse_response_input(original: Callable[..., Any]) -> Callable[..., Any]:
     """``_parse_response_input`` that renders assistant messages on their phase's channel."""
-
-    def _parse_response_input(input_msg: Any, prev_responses: Any, *args: Any, **kwargs: Any):
-        message = original(input_msg, prev_responses, *args, **kwargs)
-        channel = _item_channel(input_msg)
-        if message is not None and channel and getattr(message, "channel", None) is None:
-            message = message.with_channel(channel)
-        return message
-
-    return _mark(_parse_response_input, original)
+    return _mark(with_phase_channel(original), original)
 
 
 TERMINAL_MARKERS = tuple(

@@ -22,7 +22,7 @@ _UPSTREAM_MODULES = {
     "trtllm_stream_fix.encoding": f"{PACKAGE}.encoding",
     "trtllm_stream_fix.defaults": f"{PACKAGE}.defaults",
     "trtllm_stream_fix.upstream_pr.templates.encoding": f"{PACKAGE}.encoding",
-    "trtllm_stream_fix.upstream_pr.templates.processor": f"{PACKAGE}.processor",
+    "trtllm_stream_fix.serving.processor": f"{PACKAGE}.processor",
 }
 _SUPPORT_MODULES = {
     "_streams": "streams",
@@ -33,7 +33,8 @@ _SUPPORT_MODULES = {
     "trtllm_stream_fix.testing.synthetic": "synthetic",
     "trtllm_stream_fix.testing.sdk_oracle": "sdk_oracle",
     "trtllm_stream_fix.testing.visible": "visible",
-    "trtllm_stream_fix.upstream_pr.templates.tests.streams": "streams",
+    "trtllm_stream_fix.testing.streams": "streams",
+    "trtllm_stream_fix.testing.engine_results": "engine_results",
 }
 _LICENSE_LINE = "# SPDX-License-Identifier: Apache-2.0\n"
 # Our switches' environment variables take upstream's TRTLLM_ prefix.

@@ -101,10 +101,9 @@ class Placement:
 def module_placements() -> list[Placement]:
     """The core (every module in ``core/``) and the upstream-only modules, as a new package."""
     core = sorted((OURS / "core").glob("*.py"))
-    templates = [
-        OURS / "upstream_pr" / "templates" / name for name in ("encoding.py", "processor.py")
-    ]
-    out = [Placement(path, f"{PACKAGE_DIR}/{path.name}") for path in core + templates]
+    # the serving glue the plugin runs, and the encoding loader written for upstream
+    shared = [OURS / "serving" / "processor.py", OURS / "upstream_pr" / "templates" / "encoding.py"]
+    out = [Placement(path, f"{PACKAGE_DIR}/{path.name}") for path in core + shared]
     out.append(Placement(OURS / "defaults.py", f"{PACKAGE_DIR}/defaults.py", DEFAULTS_DOC))
     names = [p.dest for p in out]
     clash = sorted({n for n in names if names.count(n) > 1})
@@ -131,7 +130,8 @@ SUPPORT_FILES = (
     ("trtllm_stream_fix/checker/responses.py", "checker.py"),
     ("trtllm_stream_fix/checker/schema_compat.py", "schema_compat.py"),
     ("trtllm_stream_fix/jsonlimits.py", "jsonlimits.py"),
-    ("trtllm_stream_fix/upstream_pr/templates/tests/streams.py", "streams.py"),
+    ("trtllm_stream_fix/testing/streams.py", "streams.py"),
+    ("trtllm_stream_fix/testing/engine_results.py", "engine_results.py"),
 )
 TEMPLATE_TESTS = (
     ("trtllm_stream_fix/upstream_pr/templates/tests/conftest.py", "conftest.py"),

@@ -18,84 +18,21 @@ import pickle
 import sys
 import traceback
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from trtllm_stream_fix.testing import realstub
+from trtllm_stream_fix.testing.engine_results import (  # noqa: F401 - re-exported
+    CREATED,
+    MODEL,
+    PROMPT,
+    Output,
+    Result,
+    events_of,
+    streaming_processor,
+)
 
-MODEL = "gpt-oss-20b"
-CREATED = 1_700_000_000
 SPLITS = (1, 20)
-PROMPT = [200006, 1428, 200008, 3686, 200007, 200006, 173781]  # user "hi", then assistant
-
-
-@dataclass
-class Output:
-    """``CompletionOutput`` as the Responses code reads it."""
-
-    index: int = 0
-    token_ids: list[int] = field(default_factory=list)
-    finish_reason: str | None = None
-    stop_reason: int | str | None = None
-    disaggregated_params: Any = None
-    _last_token_ids_len: int = 0
-
-    @property
-    def token_ids_diff(self) -> list[int]:
-        return self.token_ids[self._last_token_ids_len :]
-
-
-@dataclass
-class Result:
-    """``GenerationResult`` mutated in place per engine response, as upstream's is."""
-
-    prompt_token_ids: list[int]
-    id: int = 1
-    cached_tokens: int = 0
-    _done: bool = False
-    outputs: list[Output] = field(default_factory=lambda: [Output()])
-
-    def apply(self, diff: tuple[int, ...], finished: bool, finish_reason: str | None) -> None:
-        output = self.outputs[0]
-        output._last_token_ids_len = len(output.token_ids)
-        output.token_ids.extend(diff)  # the trimmed stop token is already absent from diff
-        self._done = finished
-        output.finish_reason = finish_reason
-
-
-def events_of(frames: list[str]) -> list[dict[str, Any]]:
-    return [
-        json.loads(line[len("data: ") :])
-        for frame in frames
-        for line in frame.splitlines()
-        if line.startswith("data: ")
-    ]
-
-
-def new_streaming_processor(request: Any, sampling: Any) -> tuple[Any, Any]:
-    """The processor and post-processor args of one streamed request, as the handler builds
-    them (the processor class looked up now, so a patched binding is used)."""
-    from tensorrt_llm.serve import postprocess_handlers, responses_utils
-
-    processor = responses_utils.ResponsesStreamingProcessor(
-        request=request,
-        sampling_params=sampling,
-        model_name=MODEL,
-        create_time=CREATED,
-        conversation_store=None,
-        enable_store=False,
-        use_harmony=True,
-        reasoning_parser="gpt_oss",
-    )
-    args = postprocess_handlers.ResponsesAPIPostprocArgs(
-        model=MODEL,
-        request=request,
-        sampling_params=sampling,
-        use_harmony=True,
-        reasoning_parser="gpt_oss",
-        streaming_processor=processor,
-    )
-    return processor, args
+new_streaming_processor = streaming_processor  # the name benchmarks and tests import
 
 
 def stream(output: Any, split: int, *, workers: bool) -> tuple[list[dict[str, Any]], str]:

@@ -25,6 +25,7 @@ import traceback
 from typing import Any
 
 from trtllm_stream_fix.testing import realstub
+from trtllm_stream_fix.testing.engine_results import streaming_processor
 from trtllm_stream_fix.testing.realstub.drive import (
     MODEL,
     PROMPT,
@@ -68,23 +69,8 @@ def streamed(output: Any, split: int, workers: bool, store: bool) -> dict[str, A
 
     request, sampling = _request(output, True, store)
     conversations = responses_utils.ConversationHistoryStore()
-    processor = responses_utils.ResponsesStreamingProcessor(
-        request=request,
-        sampling_params=sampling,
-        model_name=MODEL,
-        create_time=1_700_000_000,
-        conversation_store=conversations,
-        enable_store=store and not workers,
-        use_harmony=True,
-        reasoning_parser="gpt_oss",
-    )
-    args = postprocess_handlers.ResponsesAPIPostprocArgs(
-        model=MODEL,
-        request=request,
-        sampling_params=sampling,
-        use_harmony=True,
-        reasoning_parser="gpt_oss",
-        streaming_processor=processor,
+    processor, args = streaming_processor(
+        request, sampling, conversation_store=conversations, enable_store=store and not workers
     )
     worker_args = pickle.loads(pickle.dumps(args)) if workers else args
     worker_args.num_prompt_tokens = len(PROMPT)

@@ -13,16 +13,16 @@ post-processing worker.
 
 from __future__ import annotations
 
-import json
 import pickle
 from typing import Any
 
 import pytest
 
-from tensorrt_llm.serve import harmony_adapter, postprocess_handlers, responses_utils
+from tensorrt_llm.serve import harmony_adapter, postprocess_handlers
 from tensorrt_llm.serve.openai_protocol import ResponsesRequest
 
 from ....checker.responses import check_responses_events
+from ....testing.engine_results import MODEL, PROMPT, Result, events_of, streaming_processor
 from ....testing.sdk_oracle import sdk_accumulate
 from ....testing.synthetic import engine_responses, generate_outputs
 from ....testing.visible import client_visible
@@ -32,53 +32,7 @@ from ....testing.visible import client_visible
 # stage reports as a failure.
 pytestmark = pytest.mark.cpu_only
 
-MODEL = "gpt-oss-20b"
-CREATED = 1_700_000_000
-PROMPT = [200006, 1428, 200008, 3686, 200007, 200006, 173781]  # user "hi", then assistant
 OUTPUTS = list(generate_outputs(40, seed=7))
-
-
-class _FakeOutput:
-    """``CompletionOutput`` as the Responses path reads it."""
-
-    def __init__(self) -> None:
-        self.index = 0
-        self.token_ids: list[int] = []
-        self.finish_reason: str | None = None
-        self.stop_reason: int | str | None = None
-        self.disaggregated_params = None
-        self._last_token_ids_len = 0
-
-    @property
-    def token_ids_diff(self) -> list[int]:
-        return self.token_ids[self._last_token_ids_len :]
-
-
-class _FakeResult:
-    """``GenerationResult`` mutated in place per engine response, as the executor does."""
-
-    def __init__(self) -> None:
-        self.prompt_token_ids = PROMPT
-        self.id = 1
-        self.cached_tokens = 0
-        self._done = False
-        self.outputs = [_FakeOutput()]
-
-    def apply(self, diff: list[int], finished: bool, finish_reason: str | None) -> None:
-        output = self.outputs[0]
-        output._last_token_ids_len = len(output.token_ids)
-        output.token_ids.extend(diff)  # the trimmed stop token is not in diff
-        self._done = finished
-        output.finish_reason = finish_reason
-
-
-def _events(frames: list[str]) -> list[dict[str, Any]]:
-    return [
-        json.loads(line[len("data: ") :])
-        for frame in frames
-        for line in frame.splitlines()
-        if line.startswith("data: ")
-    ]
 
 
 def _stream(output: Any, tokens_per_response: int, *, pickled: bool) -> list[dict[str, Any]]:
@@ -91,33 +45,16 @@ def _stream(output: Any, tokens_per_response: int, *, pickled: bool) -> list[dic
         default_sampling_params={"stop_token_ids": adapter.get_stop_tokens()},
         reasoning_parser="gpt_oss",
     )
-    processor = responses_utils.ResponsesStreamingProcessor(
-        request=request,
-        sampling_params=sampling,
-        model_name=MODEL,
-        create_time=CREATED,
-        conversation_store=None,
-        enable_store=False,
-        use_harmony=True,
-        reasoning_parser="gpt_oss",
-    )
-    args = postprocess_handlers.ResponsesAPIPostprocArgs(
-        model=MODEL,
-        request=request,
-        sampling_params=sampling,
-        use_harmony=True,
-        reasoning_parser="gpt_oss",
-        streaming_processor=processor,
-    )
+    processor, args = streaming_processor(request, sampling)
     frames = list(processor.get_initial_responses())
     worker_args = pickle.loads(pickle.dumps(args)) if pickled else args
     worker_args.num_prompt_tokens = len(PROMPT)
-    result = _FakeResult()
+    result = Result()
     for response in engine_responses(output, tokens_per_response):
         result.apply(list(response.token_ids_diff), response.finished, response.finish_reason)
         frames += postprocess_handlers.responses_api_streaming_post_processor(result, worker_args)
     return [
-        {**event, "sequence_number": n} for n, event in enumerate(_events(frames))
+        {**event, "sequence_number": n} for n, event in enumerate(events_of(frames))
     ]  # the server renumbers on egress
 
 

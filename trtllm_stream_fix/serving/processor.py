@@ -5,7 +5,9 @@
 its Harmony path to it: every engine response's ``token_ids_diff`` goes to the
 ``ResponsesEventMachine`` with the finished flag and the finish reason, so the events do not
 depend on how many tokens each engine response carries (``stream_interval``, accepted draft
-tokens). The stream's final response reuses the streamed item ids.
+tokens). The stream's final response reuses the streamed item ids; a streamed response is
+stored like a non-streaming one (response and Harmony messages) when storage is enabled, so
+``previous_response_id`` works after a streamed turn.
 
 Also here: the non-streaming output built with the same message-to-item mapping as the
 stream, and the Harmony channel of assistant items sent back as input.
@@ -21,15 +23,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from openai.types.responses import Response
-from openai_harmony import HarmonyError
 
-from ...core.config import StreamConfig
-from ...core.context import ResponseContext
-from ...core.machine import ResponsesEventMachine
-from ...core.nonstreaming import build_response
-from ...core.response import ECHOED_REQUEST_FIELDS, request_echo
-from ...core.sse import format_sse
-from ...defaults import edge_defaults
+from ..core.config import StreamConfig
+from ..core.context import ResponseContext
+from ..core.machine import ResponsesEventMachine
+from ..core.nonstreaming import build_response
+from ..core.response import ECHOED_REQUEST_FIELDS, request_echo
+from ..core.sse import format_sse
+from ..defaults import edge_defaults
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +41,9 @@ _ECHOED = (*ECHOED_REQUEST_FIELDS, "reasoning", "text")
 
 
 def _plain(value: Any) -> Any:
-    """A JSON-ready copy of a request field (pydantic models dumped)."""
+    """A JSON-ready copy of a request field (pydantic models dumped, every key kept)."""
     if hasattr(value, "model_dump"):
-        return value.model_dump(exclude_none=True)
+        return value.model_dump(mode="json")
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
@@ -81,16 +82,18 @@ class HarmonyResponsesStream:
         parse_messages: parses output tokens into Harmony messages (conversation history).
         response_model: the server's response model (``ResponsesResponse``); a stored streamed
             response is built with its ``from_request``, as a non-streaming one is.
-        config: behaviour switches (default: from the environment).
+        config: behaviour switches, or a function (picklable) returning them, called where
+            the machine is built: a post-processing worker's environment applies in the
+            worker. Default: ``StreamConfig.from_env(os.environ)`` there.
     """
 
     def __init__(
         self,
         parse_messages: Callable[[list[int]], list[Any]],
         response_model: Any = None,
-        config: StreamConfig | None = None,
+        config: StreamConfig | Callable[[], StreamConfig] | None = None,
     ) -> None:
-        self.config = StreamConfig.from_env(os.environ) if config is None else config
+        self._config = environment_config if config is None else config
         self._parse_messages = parse_messages
         self._response_model = response_model
         self._machine: ResponsesEventMachine | None = None
@@ -179,19 +182,26 @@ class HarmonyResponsesStream:
         task.add_done_callback(_PENDING_STORES.discard)
 
     def _server_response(self, processor: Any, response: Response) -> Any:
-        """``response`` as the server's response model (what non-streaming stores)."""
+        """``response`` as the server's response model (what non-streaming stores).
+
+        Our ``Response`` itself when the model is absent or refuses it.
+        """
         model = self._response_model
-        if model is None:
+        if model is None or not hasattr(model, "from_request"):
             return response
-        return model.from_request(
-            request=processor.request,
-            sampling_params=processor.sampling_params,
-            model_name=processor.model_name,
-            created_time=processor.response_creation_time,
-            output=list(response.output),
-            status=response.status,
-            usage=None,
-        )
+        try:
+            return model.from_request(
+                request=processor.request,
+                sampling_params=processor.sampling_params,
+                model_name=processor.model_name,
+                created_time=processor.response_creation_time,
+                output=list(response.output),
+                status=response.status,
+                usage=None,
+            )
+        except Exception as exc:  # storing must never break the stream
+            logger.debug("storing the streamed Response as is: %s", exc)
+            return response
 
     @staticmethod
     def _storing(processor: Any, response: Response | None) -> bool:
@@ -204,9 +214,13 @@ class HarmonyResponsesStream:
 
     def _start(self, processor: Any) -> list[Any]:
         self._machine = ResponsesEventMachine(
-            _response_context(processor), config=self.config, **edge_defaults()
+            _response_context(processor), config=self._current_config(), **edge_defaults()
         )
         return self._machine.start()
+
+    def _current_config(self) -> StreamConfig:
+        config = self._config
+        return config if isinstance(config, StreamConfig) else config()
 
     def _machine_for(self, processor: Any, res: Any) -> ResponsesEventMachine:
         if self._machine is None:
@@ -229,13 +243,19 @@ class HarmonyResponsesStream:
 _PENDING_STORES: set[asyncio.Task[None]] = set()  # keeps scheduled stores alive until done
 
 
+def environment_config() -> StreamConfig:
+    """The switches of this process's environment (``StreamConfig.from_env``)."""
+    return StreamConfig.from_env(os.environ)
+
+
 def harmony_output_messages(
     token_ids: Sequence[int], parse_messages: Callable[[list[int]], list[Any]]
 ) -> list[Any]:
     """The Harmony messages of the output tokens (conversation history); [] if unparsable."""
     try:
         return list(parse_messages(list(token_ids)))
-    except (HarmonyError, UnicodeDecodeError, ValueError):  # the items say what was parsed
+    except Exception as exc:  # the output items say what was parsed
+        logger.debug("output tokens not parsable as Harmony messages: %s", exc)
         return []
 
 
@@ -243,24 +263,30 @@ def harmony_output_content(
     token_ids: Sequence[int],
     finish_reason: str | None,
     parse_messages: Callable[[list[int]], list[Any]],
+    config: StreamConfig | None = None,
 ) -> tuple[list[Any], list[Any]]:
     """Non-streaming output items (as the stream's final response) and the Harmony messages.
 
-    ``parse_messages`` parses the output tokens for the conversation history.
+    ``parse_messages`` parses the output tokens for the conversation history; ``config``
+    defaults to the environment's, as the stream's does.
     """
     token_ids = list(token_ids)
     response = build_response(
         ResponseContext.new(),
         token_ids,
         finish_reason or "stop",
-        config=StreamConfig.from_env(os.environ),
+        config=environment_config() if config is None else config,
         **edge_defaults(),
     )
     return list(response.output), harmony_output_messages(token_ids, parse_messages)
 
 
-def _item_channel(input_msg: Any) -> str | None:
-    """The Harmony channel of an assistant input item: its phase's, or analysis for reasoning."""
+def item_channel(input_msg: Any) -> str | None:
+    """The Harmony channel an input item we streamed belongs on.
+
+    A ``reasoning`` item is the analysis channel; an assistant ``message`` item is the
+    channel of its phase (``commentary`` for a preamble, ``final`` for an answer).
+    """
     item = input_msg if isinstance(input_msg, dict) else getattr(input_msg, "__dict__", {})
     kind = item.get("type", "message")
     if kind == "reasoning":
@@ -276,7 +302,7 @@ def with_phase_channel(parse: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(parse)
     def parse_with_channel(input_msg: Any, *args: Any, **kwargs: Any) -> Any:
         message = parse(input_msg, *args, **kwargs)
-        channel = _item_channel(input_msg)
+        channel = item_channel(input_msg)
         if message is not None and channel and getattr(message, "channel", None) is None:
             message = message.with_channel(channel)
         return message

@@ -3,13 +3,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ....core.config import DEFAULT_CONFIG, StreamConfig
-from ....core.context import ResponseContext
-from ....core.machine import ResponsesEventMachine
-from ....core.sse import event_to_dict
+from ..core.config import DEFAULT_CONFIG, StreamConfig
+from ..core.context import ResponseContext
+from ..core.machine import ResponsesEventMachine
+from ..core.sse import event_to_dict
+
+MakeStream = Callable[[str, ResponseContext, StreamConfig, Any], Any]
+
+
+def event_machine(impl: str, context: ResponseContext, config: StreamConfig, encoding: Any) -> Any:
+    """The ``ResponsesEventMachine`` (the only ``impl`` here is ``"ours"``)."""
+    if impl != "ours":
+        raise ValueError(f"only the event machine runs here, not {impl!r}")
+    return ResponsesEventMachine(context, config=config, encoding=encoding)
 
 
 def run(
@@ -19,16 +28,18 @@ def run(
     *,
     encoding: Any = None,
     config: StreamConfig = DEFAULT_CONFIG,
+    make: MakeStream = event_machine,
 ) -> list[dict[str, Any]]:
-    """Events (as dicts) for ``responses``, the last one finished with ``finish_reason``."""
-    if impl != "ours":
-        raise ValueError(f"only the event machine runs here, not {impl!r}")
+    """Events (as dicts) for ``responses``, the last one finished with ``finish_reason``.
+
+    ``make`` builds the stream ``impl`` names (with its ``start`` and ``feed``).
+    """
     context = ResponseContext.new(response_id="resp_test", created_at=0.0)
-    machine = ResponsesEventMachine(context, config=config, encoding=encoding)
-    events = list(machine.start())
+    stream = make(impl, context, config, encoding)
+    events = list(stream.start())
     for i, diff in enumerate(responses):
         last = i == len(responses) - 1
-        events += machine.feed(
+        events += stream.feed(
             list(diff), finished=last, finish_reason=finish_reason if last else None
         )
     return [event_to_dict(e) for e in events]
