@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Run the simulated gpt-oss Responses server in this process (the benchmarks' subprocess).
 
+Served as ``trtllm-stream-fix serve`` serves it (``sim.http_server.serve_on``: the same
+uvicorn configuration and connection limits).
+
 python benchmarks/_sim_server.py --port 8123 --stream-interval 20 --generator ours
 """
 
@@ -21,10 +24,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profile", help="write a cProfile of the server to this file")
     args = parser.parse_args(argv)
 
-    import uvicorn
-
     from trtllm_stream_fix.core.config import StreamConfig
     from trtllm_stream_fix.sim import EngineConfig, create_app
+    from trtllm_stream_fix.sim.http_server import bind, serve_on
 
     config = StreamConfig() if args.parser is None else StreamConfig(parser=args.parser)
     app = create_app(
@@ -41,7 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         profile = cProfile.Profile()
         profile.enable()
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+        # The limits ``trtllm-stream-fix serve`` runs with (request-head deadline, header
+        # and concurrency bounds): the benchmarks measure the server users run.
+        serve_on(bind(args.host, args.port), app, log_level="warning", access_log=False)
     finally:
         if profile is not None:
             profile.disable()

@@ -267,3 +267,30 @@ def test_example_configs_are_valid_gpt_oss_yaml() -> None:
         assert config["num_postprocess_workers"] == 4, path.name
         graphs = config["cuda_graph_config"]["max_batch_size"]
         assert graphs == config["max_batch_size"], path.name
+
+
+def test_the_benchmark_server_runs_with_the_servers_limits(monkeypatch) -> None:
+    """``_sim_server.py`` serves with the uvicorn configuration ``serve`` uses (one place)."""
+    pytest.importorskip("trtllm_stream_fix.sim", reason="the simulated server is not available")
+    import importlib.util
+
+    import uvicorn
+
+    from trtllm_stream_fix.sim.limits import ServerLimits
+
+    configs: list[uvicorn.Config] = []
+    monkeypatch.setattr(
+        uvicorn.Server, "run", lambda self, sockets=None: configs.append(self.config)
+    )
+    spec = importlib.util.spec_from_file_location("_sim_server", BENCH / "_sim_server.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--port", "0"]) == 0
+    (config,) = configs
+    limits = ServerLimits()
+    assert isinstance(config.http, type), config.http  # our h11 protocol, not "auto"
+    assert getattr(config.http, "head_timeout", None) == limits.header_timeout
+    assert config.h11_max_incomplete_event_size == limits.max_header_bytes
+    assert config.timeout_keep_alive == limits.keep_alive_timeout
+    assert config.limit_concurrency == limits.max_concurrency

@@ -125,6 +125,33 @@ def test_every_bad_request_is_a_400_with_an_openai_error(base_url, name, body, p
     assert error["param"] == param, error
 
 
+@pytest.mark.parametrize("path", ["/v1/responses", "/v1/chat/completions"])
+@pytest.mark.parametrize("seed", ["abc", "7.5", "", "9" * 5000])
+def test_a_metadata_seed_that_is_not_an_integer_is_named(base_url, path, seed):
+    body = {"model": MODEL, "metadata": {"seed": seed}}
+    body |= (
+        {"input": "hi"}
+        if path == "/v1/responses"
+        else {"messages": [{"role": "user", "content": "hi"}]}
+    )
+    response = httpx.post(f"{base_url}{path}", json=body, timeout=30)
+    error = _assert_openai_error(response, 400)
+    assert error["param"] == "metadata.seed", error
+    assert "integer" in error["message"]
+
+
+def test_a_metadata_seed_that_is_an_integer_selects_the_generation(base_url):
+    def answer(metadata: dict[str, str]) -> list[Any]:
+        body = {"model": MODEL, "input": "hi", "metadata": metadata}
+        return httpx.post(f"{base_url}/v1/responses", json=body, timeout=30).json()["output"]
+
+    def text(output: list[Any]) -> list[Any]:
+        return [[p.get("text") for p in item.get("content") or ()] for item in output]
+
+    assert text(answer({"seed": "12"})) == text(answer({"seed": " 12"}))
+    assert any(text(answer({"seed": str(s)})) != text(answer({"seed": "12"})) for s in range(5))
+
+
 def test_valid_tools_and_input_items_are_still_served(base_url):
     body = {
         "model": MODEL,

@@ -71,11 +71,9 @@ def _port(text: str) -> int:
 
 
 def _serve(args: argparse.Namespace, rest: list[str]) -> int:
-    import uvicorn
-
     from .core.config import StreamConfig
     from .sim.engine import EngineConfig
-    from .sim.http_server import bind, uvicorn_config
+    from .sim.http_server import bind, serve_on
     from .sim.limits import ServerLimits
     from .sim.server import create_app
 
@@ -114,11 +112,7 @@ def _serve(args: argparse.Namespace, rest: list[str]) -> int:
         file=sys.stderr,
         flush=True,
     )
-    server = uvicorn.Server(uvicorn_config(app, limits, log_level=args.log_level))
-    try:
-        server.run(sockets=[sock])
-    finally:
-        sock.close()
+    serve_on(sock, app, limits, log_level=args.log_level)
     return 0
 
 

@@ -22,7 +22,6 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from .. import jsonlimits
 from ..core import chat_chunks as cc
 from ..core.chat_machine import (
     ChatChunkMachine,
@@ -34,7 +33,7 @@ from ..core.chat_machine import (
 from ..defaults import random_id
 from .engine import Generation, SimulatedEngine
 from .limits import ServerLimits, check_input_size, count_prompt_tokens
-from .protocol import RequestError, error_body
+from .protocol import RequestError, decode_body, error_body, select_generation
 
 logger = logging.getLogger(__name__)
 
@@ -88,21 +87,7 @@ class _ChatTool(BaseModel):
 
 def parse_chat_request(raw: bytes, *, max_depth: int = 64) -> ChatRequest:
     """Decode and validate a chat request body; raises :class:`RequestError` (400)."""
-    try:
-        data = jsonlimits.loads(raw, max_depth=max_depth)
-    except jsonlimits.JSONLimitError as exc:
-        raise RequestError(400, f"request body: {exc}", code="invalid_json") from None
-    if not isinstance(data, dict):
-        raise RequestError(400, "request body must be a JSON object", code="invalid_json")
-    try:
-        request = ChatRequest.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        param = str(first["loc"][0]) if first["loc"] else None
-        raise RequestError(
-            400, f"invalid request: {where}: {first['msg']}", param=param, code="invalid_value"
-        ) from None
+    request = decode_body(raw, ChatRequest, max_depth=max_depth)
     if request.stream_options is not None and not request.stream:
         raise RequestError(
             400, "stream_options can only be set if stream is true", param="stream_options"
@@ -164,24 +149,18 @@ def add_chat_routes(
                 raise RequestError(
                     404, f"model {body.model!r} not found", param="model", code="model_not_found"
                 )
-            metadata = body.metadata or {}
-            seed = body.seed if body.seed is not None else metadata.get("seed")
-            try:
-                turn_input, tools, tool_choice = chat_request(
-                    body.messages, body.tools, body.tool_choice
-                )
-                generation = engine.select(
-                    turn_input,
-                    scenario=body.scenario or metadata.get("scenario"),
-                    seed=int(seed) if seed is not None else None,
-                    max_output_tokens=body.max_completion_tokens or body.max_tokens,
-                    tools=tools,
-                    tool_choice=tool_choice,
-                    parallel_tool_calls=getattr(body, "parallel_tool_calls", None) is not False,
-                )
-            except ValueError as exc:
-                param = getattr(exc, "param", "scenario")
-                raise RequestError(400, str(exc), param=param) from None
+            turn_input, tools, tool_choice = chat_request(
+                body.messages, body.tools, body.tool_choice
+            )
+            generation = select_generation(
+                engine,
+                body,
+                turn_input,
+                max_output_tokens=body.max_completion_tokens or body.max_tokens,
+                tools=tools,
+                tool_choice=tool_choice,
+                parallel_tool_calls=getattr(body, "parallel_tool_calls", None) is not False,
+            )
             text = messages_text(body.messages)
             check_input_size(text, limits)
             prompt_tokens = await run_in_threadpool(count_prompt_tokens, encoding, text, limits)

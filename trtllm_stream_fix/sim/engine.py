@@ -172,11 +172,3 @@ class SimulatedEngine:
             else:
                 await asyncio.sleep(0)  # let other streams run between responses
             yield response
-
-
-def request_selection(body: Mapping[str, Any]) -> dict[str, Any]:
-    """``scenario`` / ``seed`` chosen by a request (extension fields or ``metadata``)."""
-    metadata = body.get("metadata") or {}
-    scenario = body.get("scenario") or metadata.get("scenario")
-    seed = body.get("seed", metadata.get("seed"))
-    return {"scenario": scenario, "seed": int(seed) if seed is not None else None}

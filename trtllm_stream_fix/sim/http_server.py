@@ -97,3 +97,15 @@ def bind(host: str, port: int) -> socket.socket:
         sock.close()
         raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return sock
+
+
+def serve_on(
+    sock: socket.socket, app: Any, limits: ServerLimits | None = None, **options: Any
+) -> None:
+    """Serve ``app`` on the bound ``sock`` with ``limits`` (see :func:`uvicorn_config`) until
+    the server stops; closes ``sock``. The CLI's ``serve`` and the benchmarks' server use it."""
+    server = uvicorn.Server(uvicorn_config(app, limits, **options))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -15,10 +16,16 @@ __all__ = [
     "FAULTS",
     "RequestError",
     "ResponsesRequest",
+    "decode_body",
     "error_body",
     "input_text",
     "parse_request",
+    "select_generation",
+    "selection",
 ]
+
+_Model = TypeVar("_Model", bound=BaseModel)
+_SEED = re.compile(r"\s*[+-]?[0-9]{1,64}\s*")
 
 FAULTS: tuple[str, ...] = (
     "drop",
@@ -61,9 +68,9 @@ class ResponsesRequest(BaseModel):
     sim_fault: Literal[FAULTS] | None = None  # type: ignore[valid-type]
 
 
-def parse_request(raw: bytes, *, max_depth: int = 64) -> ResponsesRequest:
-    """Decode and validate a request body (tools and input items included); raises
-    :class:`RequestError` (400), also for JSON nested deeper than ``max_depth``."""
+def decode_body(raw: bytes, model: type[_Model], *, max_depth: int = 64) -> _Model:
+    """``raw`` decoded and validated as ``model``; raises :class:`RequestError` (400), also
+    for JSON nested deeper than ``max_depth``. ``param`` names the first invalid field."""
     try:
         data = jsonlimits.loads(raw, max_depth=max_depth)
     except jsonlimits.JSONLimitError as exc:
@@ -71,7 +78,7 @@ def parse_request(raw: bytes, *, max_depth: int = 64) -> ResponsesRequest:
     if not isinstance(data, dict):
         raise RequestError(400, "request body must be a JSON object", code="invalid_json")
     try:
-        request = ResponsesRequest.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -79,9 +86,48 @@ def parse_request(raw: bytes, *, max_depth: int = 64) -> ResponsesRequest:
         raise RequestError(
             400, f"invalid request: {where}: {first['msg']}", param=param, code="invalid_value"
         ) from None
+
+
+def parse_request(raw: bytes, *, max_depth: int = 64) -> ResponsesRequest:
+    """Decode and validate a request body (tools and input items included); raises
+    :class:`RequestError` (400), also for JSON nested deeper than ``max_depth``."""
+    request = decode_body(raw, ResponsesRequest, max_depth=max_depth)
     validate_tools(request.tools)
     validate_input(request.input)
     return request
+
+
+def selection(body: Any) -> tuple[str | None, int | None]:
+    """The ``scenario`` and ``seed`` a request chose (extension fields, else ``metadata``).
+
+    ``metadata`` values are strings: a ``metadata.seed`` that is not a decimal integer is a
+    :class:`RequestError` (400) naming ``metadata.seed``.
+    """
+    metadata = body.metadata or {}
+    scenario = body.scenario or metadata.get("scenario")
+    if body.seed is not None:
+        return scenario, body.seed
+    seed = metadata.get("seed")
+    if seed is None:
+        return scenario, None
+    if not _SEED.fullmatch(seed):
+        raise RequestError(
+            400,
+            f"metadata.seed must be an integer of at most 64 digits, got {seed[:40]!r}",
+            param="metadata.seed",
+            code="invalid_value",
+        )
+    return scenario, int(seed)
+
+
+def select_generation(engine: Any, body: Any, request_input: Any, **request: Any) -> Any:
+    """``engine.select`` for ``body``'s scenario and seed; a request the engine cannot
+    follow (unknown scenario, unsatisfiable ``tool_choice``) is a 400 naming the field."""
+    scenario, seed = selection(body)
+    try:
+        return engine.select(request_input, scenario=scenario, seed=seed, **request)
+    except ValueError as exc:
+        raise RequestError(400, str(exc), param=getattr(exc, "param", "scenario")) from None
 
 
 def input_text(request_input: str | list[dict[str, Any]]) -> str:

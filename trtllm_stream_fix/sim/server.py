@@ -34,7 +34,14 @@ from ..defaults import random_id
 from .engine import EngineConfig, Generation, SimulatedEngine
 from .faults import inject
 from .limits import ServerLimits, check_input_size, count_prompt_tokens
-from .protocol import RequestError, ResponsesRequest, error_body, input_text, parse_request
+from .protocol import (
+    RequestError,
+    ResponsesRequest,
+    error_body,
+    input_text,
+    parse_request,
+    select_generation,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -260,22 +267,16 @@ def create_app(
                 raise RequestError(
                     400, "fault injection is disabled on this server", param="sim_fault"
                 )
-            metadata = body.metadata or {}
-            seed = body.seed if body.seed is not None else metadata.get("seed")
-            try:
-                generation = engine.select(
-                    body.input,
-                    scenario=body.scenario or metadata.get("scenario"),
-                    seed=int(seed) if seed is not None else None,
-                    max_output_tokens=body.max_output_tokens,
-                    tools=body.tools,
-                    tool_choice=body.tool_choice,
-                    parallel_tool_calls=body.parallel_tool_calls,
-                    reasoning_effort=(body.reasoning or {}).get("effort"),
-                )
-            except ValueError as exc:
-                param = getattr(exc, "param", "scenario")
-                raise RequestError(400, str(exc), param=param) from None
+            generation = select_generation(
+                engine,
+                body,
+                body.input,
+                max_output_tokens=body.max_output_tokens,
+                tools=body.tools,
+                tool_choice=body.tool_choice,
+                parallel_tool_calls=body.parallel_tool_calls,
+                reasoning_effort=(body.reasoning or {}).get("effort"),
+            )
             num_prompt_tokens = await _prompt_tokens(body, encoding, limits)
         except RequestError as exc:
             return _error(exc)
