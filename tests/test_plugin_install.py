@@ -39,11 +39,18 @@ NAMES = [
     (postprocess_handlers, "chat_harmony_post_processor"),
     (openai_server, "chat_harmony_streaming_post_processor"),
     (openai_server, "chat_harmony_post_processor"),
+    (responses_utils, "ResponsesResponse"),  # its own group ("response")
 ]
+RESPONSE_MODEL = "tensorrt_llm.serve.responses_utils.ResponsesResponse"
 
 
-def _snapshot() -> list[object]:
-    return [module.__dict__[name] for module, name in NAMES]
+def _snapshot(names=NAMES) -> list[object]:
+    return [module.__dict__[name] for module, name in names]
+
+
+def _group(outcomes) -> dict[str, str]:
+    """Statuses of the ``responses`` group (every target but the Response model)."""
+    return {o.target: o.status for o in outcomes if o.target != RESPONSE_MODEL}
 
 
 @pytest.fixture(autouse=True)
@@ -94,6 +101,26 @@ def test_uninstall_leaves_a_name_someone_else_rebound():
         responses_utils._parse_response_input = before[3]
 
 
+def test_a_response_model_mismatch_refuses_only_its_own_set(monkeypatch, caplog):
+    """The complete Response model is its own group: the event fix stays in place."""
+
+    def from_request(cls, request, sampling_params, model_name, created_time, output):
+        raise AssertionError("never called")
+
+    monkeypatch.setattr(
+        responses_utils.ResponsesResponse, "from_request", classmethod(from_request)
+    )
+    model = responses_utils.ResponsesResponse
+    with caplog.at_level(logging.WARNING, logger="trtllm_stream_fix.plugin"):
+        report = install()
+    statuses = {o.target: o.status for o in report.outcomes}
+    assert statuses.pop(RESPONSE_MODEL) == "refused"
+    assert set(statuses.values()) == {"patched"}
+    assert responses_utils.ResponsesResponse is model
+    assert "ResponsesResponse.from_request" in install_mod.last_refusals()["response"]
+    assert install_mod.is_active()
+
+
 def test_shapes_of_the_standin_match_the_recorded_reference():
     checks = [targets.check(t) for t in targets.ALL_TARGETS]
     assert [c.describe() for c in checks if not c.ok] == []
@@ -111,11 +138,11 @@ def test_shape_mismatch_refuses_every_set_of_the_group_and_logs_one_clear_line(m
     before = _snapshot()
     with caplog.at_level(logging.WARNING, logger="trtllm_stream_fix.plugin"):
         report = install()
-    statuses = {o.target: o.status for o in report.outcomes}
+    statuses = _group(report.outcomes)
     assert statuses["tensorrt_llm.serve.responses_utils.ResponsesStreamingProcessor"] == "refused"
     assert statuses["tensorrt_llm.serve.openai_server.ResponsesStreamingProcessor"] == "refused"
     assert set(statuses.values()) == {"refused"}  # all or nothing across the group
-    assert _snapshot() == before  # upstream untouched, no half-patched server
+    assert _snapshot(NAMES[:-1]) == before[:-1]  # upstream untouched, no half-patched server
     lines = [r.getMessage() for r in caplog.records if "not patching" in r.getMessage()]
     assert len(lines) == 1
     assert "ResponsesStreamingProcessor.process_single_output" in lines[0]
@@ -218,7 +245,7 @@ def test_a_chat_mismatch_in_a_module_loaded_later_takes_back_the_responses_patch
     )
     monkeypatch.setitem(sys.modules, name, postprocess_handlers)  # now it has loaded
     second = install()
-    assert {o.status for o in second.outcomes} == {"refused"}
+    assert set(_group(second.outcomes).values()) == {"refused"}
     assert "chat_harmony_post_processor" in install_mod.last_refusals()["responses"]
     assert responses_utils.ResponsesStreamingProcessor is before[0]  # taken back
     assert openai_server.ResponsesStreamingProcessor is before[1]

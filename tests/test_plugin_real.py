@@ -118,8 +118,9 @@ def test_install_patches_the_real_modules_and_uninstall_restores_them(real):
     statuses = dict(real["install"])
     assert not {"refused", "error"} & set(statuses.values()), statuses
     # processor, non-streaming mapper, stream guard, input channels and the two chat
-    # post-processors in postprocess_handlers (all or nothing)
-    assert list(statuses.values()).count("patched") == 6
+    # post-processors in postprocess_handlers (all or nothing); the complete Response model
+    assert list(statuses.values()).count("patched") == 7
+    assert statuses["tensorrt_llm.serve.responses_utils.ResponsesResponse"] == "patched"
     assert {status for _, status in real["uninstall"]} == {"restored"}
     assert real["restored"] is True
 
@@ -131,6 +132,16 @@ def test_with_the_plugin_every_stream_is_correct_and_batch_independent(real):
     assert fixed["strict"] == fixed["streams"], fixed["examples"]
     assert fixed["sdk"] == fixed["streams"], fixed["examples"]
     assert fixed["raised"] == 0, fixed["examples"]
+
+
+def test_with_the_plugin_every_non_streaming_body_is_a_complete_response(real):
+    """Inline and from a worker (pickled back), every body a client receives carries every
+    field of OpenAI's recorded schema; upstream's own bodies do not (so the check can fail)."""
+    fixed, upstream = real["plugin_bodies"], real["upstream_bodies"]
+    assert fixed["bodies"] == upstream["bodies"] == 2 * OUTPUTS
+    assert fixed["complete"] == fixed["bodies"], fixed["examples"]
+    assert fixed["raised"] == 0, fixed["examples"]
+    assert upstream["complete"] == 0, upstream["examples"]
 
 
 def test_without_the_plugin_real_upstream_fails_the_same_checks(real):

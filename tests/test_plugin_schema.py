@@ -1,12 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The plugin's events carry every key OpenAI sends and every key upstream sends.
+"""The plugin's events and non-streaming bodies carry every key OpenAI sends and every key
+upstream sends.
 
-Upstream (the stand-in, like TensorRT-LLM) serialises with ``model_dump_json()``, keeping
-null fields: the patched processor must not send fewer keys for the same event type.
+Upstream (the stand-in, like TensorRT-LLM) serialises events with ``model_dump_json()`` and
+non-streaming bodies with ``JSONResponse(content=response.model_dump())``, keeping null
+fields: the patched server must not send fewer keys for the same object.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import pickle
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -18,8 +23,10 @@ import plugin_harness as harness
 
 harness.use_standin()
 
-from tensorrt_llm.serve import openai_server  # noqa: F401  (patched in place by install)
+from tensorrt_llm.serve import openai_server
+from tensorrt_llm.serve.openai_protocol import ResponsesRequest
 
+from trtllm_stream_fix.core.response import OPENAI_RESPONSE_FIELDS
 from trtllm_stream_fix.plugin.installer import install, uninstall
 from trtllm_stream_fix.testing import openai_schema
 from trtllm_stream_fix.testing.synthetic import NAMED_SCENARIOS, named_output
@@ -77,3 +84,85 @@ def test_plugin_keeps_every_key_upstream_sends():
     dropped = {kind: theirs[kind] - ours[kind] for kind in theirs if theirs[kind] - ours[kind]}
     assert not dropped
     assert {"response.created/response", "response.output_item.done/item"} <= set(theirs)
+
+
+def _body(output, *, workers: int = 0, **fields) -> dict:
+    """The non-streaming body a client receives (``JSONResponse(response.model_dump())``);
+    with workers the response object travels back pickled, as from a PostprocWorker."""
+    fields = {"input": "hi", "store": False, **fields}
+    request = ResponsesRequest(stream=False, **fields)
+    server = openai_server.OpenAIServer(
+        harness.engine_for(output, 20), num_postprocess_workers=workers
+    )
+    response = asyncio.run(server.openai_responses(request))
+    if workers:
+        response = pickle.loads(pickle.dumps(response))
+    return json.loads(json.dumps(response.model_dump()))
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_plugin_non_streaming_bodies_match_the_recorded_schema(fixed, workers):
+    for name in PLAIN + ("preamble_tool_call", "analysis_tool_call", "length_cut"):
+        body = _body(named_output(name), workers=workers, tools=[TOOL])
+        assert openai_schema.missing_keys(body) == [], (name, body)
+        assert list(body)[: len(OPENAI_RESPONSE_FIELDS)] == list(OPENAI_RESPONSE_FIELDS)
+        assert type(body["created_at"]) is int and body["usage"]["total_tokens"] > 0
+        assert body["error"] is None
+        if body["status"] == "completed":
+            assert type(body["completed_at"]) is int
+        else:
+            assert body["completed_at"] is None
+            assert body["incomplete_details"] == {"reason": "max_output_tokens"}
+
+
+def test_plugin_non_streaming_body_echoes_the_request(fixed):
+    request = {
+        "instructions": "Be brief.",
+        "temperature": 0.5,
+        "top_p": 0.9,
+        "max_output_tokens": 64,
+        "store": False,
+        "tools": [{**TOOL, "description": "Weather.", "strict": True}],
+        "tool_choice": "required",
+        "parallel_tool_calls": False,
+        "reasoning": {"effort": "high"},
+        "metadata": {"k": "v"},
+        "user": "u-1",
+        "prompt_cache_key": "pk",
+        "safety_identifier": "s-1",
+    }
+    body = _body(named_output("short_answer"), **request)
+    streamed_request = ResponsesRequest(input="hi", stream=True, **request)
+    streamed = harness.stream(named_output("short_answer"), 1, request=streamed_request)
+    streamed = streamed[-1]["response"]
+    for key in set(request) - {"tools", "reasoning"}:
+        assert body[key] == request[key], key
+    assert body["reasoning"] == {"effort": "high", "summary": None}
+    (tool,) = body["tools"]
+    assert (tool["strict"], tool["description"]) == (True, "Weather.")
+    same = set(OPENAI_RESPONSE_FIELDS) - {"id", "created_at", "completed_at", "output", "usage"}
+    assert {k: body[k] for k in same} == {k: streamed[k] for k in same}
+
+
+def test_plugin_non_streaming_body_keeps_every_key_upstream_sends(monkeypatch):
+    monkeypatch.delenv("TRTLLM_STREAM_FIX", raising=False)
+    uninstall()
+    theirs = _body(named_output("short_answer"))
+    install()
+    try:
+        ours = _body(named_output("short_answer"))
+    finally:
+        uninstall()
+    assert set(theirs) - set(ours) == set()
+    assert openai_schema.missing_keys(theirs)  # upstream's model lacks OpenAI fields
+    assert set(ours) - set(theirs) >= {"error", "completed_at", "store", "prompt_cache_key"}
+
+
+def test_a_stored_response_fetched_again_is_complete(fixed):
+    request = ResponsesRequest(input="hi", stream=False, store=True)
+    server = openai_server.OpenAIServer(harness.engine_for(named_output("short_answer"), 20))
+    answer = asyncio.run(server.openai_responses(request))
+    stored = asyncio.run(server.conversation_store.load_response(answer.id))
+    body = json.loads(json.dumps(stored.model_dump()))  # GET /v1/responses/{id}
+    assert openai_schema.missing_keys(body) == []
+    assert body["store"] is True and body["output"] == answer.model_dump()["output"]

@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .sim.engine import EngineConfig
 from .sim.sdk_client import SDKResult, make_client, sdk_stream
@@ -69,8 +69,55 @@ DEMO_REQUESTS: tuple[DemoRequest, ...] = (
 )
 
 
+R = TypeVar("R", bound="Judged")
+
+
+class Judged:
+    """What the demo judges of one stream (the Responses and the chat results alike)."""
+
+    generator: str
+    interval: int
+    request: str
+    strict_ok: bool
+    delivered_chars: int
+    expected_chars: int
+    visible: Any
+    identical_to_1: bool
+    sdk_ok: bool  # a field or a property of the subclass
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.strict_ok
+            and self.sdk_ok
+            and self.identical_to_1
+            and self.delivered_chars == self.expected_chars
+        )
+
+
+def judge_everywhere(
+    intervals: Sequence[int],
+    max_draft_tokens: int,
+    judge: Callable[[str, str, int], list[R]],
+) -> list[R]:
+    """``judge(base_url, generator, interval)`` on a local server of each generator at every
+    interval (ours first: its non-streaming answers are the expected text); then each result
+    compared with the first interval's, sorted upstream first."""
+    results: list[R] = []
+    for generator in ("ours", "upstream"):
+        app = create_app(EngineConfig(max_draft_tokens=max_draft_tokens), generator)
+        with serve_in_thread(app) as base_url:
+            for interval in intervals:
+                results += judge(base_url, generator, interval)
+    first = {(r.generator, r.request): r.visible for r in results if r.interval == intervals[0]}
+    for r in results:
+        r.identical_to_1 = r.visible == first[(r.generator, r.request)]
+    results.sort(key=lambda r: (GENERATORS.index(r.generator), r.interval))
+    return results
+
+
 @dataclass
-class StreamResult:
+class StreamResult(Judged):
     """One request streamed through one generator at one interval."""
 
     request: str
@@ -86,13 +133,8 @@ class StreamResult:
     identical_to_1: bool = True
 
     @property
-    def ok(self) -> bool:
-        return (
-            self.strict_ok
-            and self.sdk.ok
-            and self.identical_to_1
-            and self.delivered_chars == self.expected_chars
-        )
+    def sdk_ok(self) -> bool:
+        return self.sdk.ok
 
     def reasons(self, first_interval: int) -> list[str]:
         """Why this stream failed, in words (empty when it did not)."""
@@ -193,47 +235,46 @@ def run_demo(
     ``progress(done, total, label)`` is called as each stream is judged.
     """
     total = 2 * len(intervals) * len(requests)
-    results: list[StreamResult] = []
-    # The ours server computes the expected (non-streaming) answer for both generators.
+    done = 0
     expected: dict[tuple[str, int], int] = {}
-    for generator in ("ours", "upstream"):
-        app = create_app(EngineConfig(max_draft_tokens=max_draft_tokens), generator)
-        with serve_in_thread(app) as base_url:
-            client = make_client(base_url)
-            for interval in intervals:
-                bodies = [r.body(interval) for r in requests]
-                records, answers = asyncio.run(_strict_streams(base_url, bodies))
-                for req, body, record, answer in zip(requests, bodies, records, answers):
-                    if progress is not None:
-                        label = f"{generator} @ stream_interval {interval}: {req.label}"
-                        progress(len(results) + 1, total, label)
-                    if generator == "ours":
-                        expected[(req.label, interval)] = _expected_chars(answer)
-                    events = _payloads(record)
-                    results.append(
-                        StreamResult(
-                            request=req.label,
-                            generator=generator,
-                            interval=interval,
-                            outcome=record.outcome,
-                            strict_ok=record.ok,
-                            violations=list(record.violations),
-                            sdk=sdk_stream(client, body),
-                            delivered_chars=_delivered_chars(events),
-                            expected_chars=expected[(req.label, interval)],
-                            visible=_comparable(client_visible(events), record.request_id),
-                        )
+
+    def judge(base_url: str, generator: str, interval: int) -> list[StreamResult]:
+        nonlocal done
+        bodies = [r.body(interval) for r in requests]
+        records, answers = asyncio.run(_strict_streams(base_url, bodies))
+        client = make_client(base_url)
+        out = []
+        try:
+            for req, body, record, answer in zip(requests, bodies, records, answers):
+                done += 1
+                if progress is not None:
+                    progress(done, total, f"{generator} @ stream_interval {interval}: {req.label}")
+                if generator == "ours":
+                    expected[(req.label, interval)] = _expected_chars(answer)
+                events = _payloads(record)
+                out.append(
+                    StreamResult(
+                        request=req.label,
+                        generator=generator,
+                        interval=interval,
+                        outcome=record.outcome,
+                        strict_ok=record.ok,
+                        violations=list(record.violations),
+                        sdk=sdk_stream(client, body),
+                        delivered_chars=_delivered_chars(events),
+                        expected_chars=expected[(req.label, interval)],
+                        visible=_comparable(client_visible(events), record.request_id),
                     )
+                )
+        finally:
             client.close()
-    first = {(r.generator, r.request): r.visible for r in results if r.interval == intervals[0]}
-    for r in results:
-        r.identical_to_1 = r.visible == first[(r.generator, r.request)]
-    results.sort(key=lambda r: (GENERATORS.index(r.generator), r.interval))
-    return results
+        return out
+
+    return judge_everywhere(intervals, max_draft_tokens, judge)
 
 
-def summarize(results: Sequence[StreamResult]) -> list[dict[str, Any]]:
-    """One row per generator x interval."""
+def summarize(results: Sequence[Judged]) -> list[dict[str, Any]]:
+    """One row per generator x interval (Responses and chat results alike)."""
     rows: list[dict[str, Any]] = []
     keys = sorted(
         {(r.generator, r.interval) for r in results}, key=lambda k: (GENERATORS.index(k[0]), k[1])
@@ -246,7 +287,7 @@ def summarize(results: Sequence[StreamResult]) -> list[dict[str, Any]]:
                 "stream_interval": interval,
                 "streams": len(group),
                 "strict_ok": sum(r.strict_ok for r in group),
-                "sdk_ok": sum(r.sdk.ok for r in group),
+                "sdk_ok": sum(r.sdk_ok for r in group),
                 "identical_to_interval_1": sum(r.identical_to_1 for r in group),
                 "chars_delivered": sum(r.delivered_chars for r in group),
                 "chars_expected": sum(r.expected_chars for r in group),
@@ -263,6 +304,35 @@ def _mark(ok: bool) -> str:
 def _count(value: int, total: int) -> str:
     colour = "green" if value == total else "red"
     return f"[{colour}]{value}/{total}[/]"
+
+
+def summary_table(title: str, results: Sequence[Judged], first_interval: int) -> Any:
+    """The rich summary table of ``results``: one row per generator x interval."""
+    from rich.table import Table
+
+    summary = Table(title=title)
+    for name in (
+        "generator",
+        "interval",
+        "streams",
+        "strict ok",
+        "SDK ok",
+        f"same as @{first_interval}",
+        "text chars",
+    ):
+        summary.add_column(name, justify="right" if name != "generator" else "left")
+    for row in summarize(results):
+        n = row["streams"]
+        summary.add_row(
+            row["generator"],
+            str(row["stream_interval"]),
+            str(n),
+            _count(row["strict_ok"], n),
+            _count(row["sdk_ok"], n),
+            _count(row["identical_to_interval_1"], n),
+            _count(row["chars_delivered"], row["chars_expected"]),
+        )
+    return summary
 
 
 def print_report(results: Sequence[StreamResult], elapsed: float) -> None:
@@ -291,29 +361,7 @@ def print_report(results: Sequence[StreamResult], elapsed: float) -> None:
         detail.add_row(label, *cells)
     console.print(detail)
 
-    summary = Table(title="Summary (same tokens for every interval)")
-    for name in (
-        "generator",
-        "interval",
-        "streams",
-        "strict ok",
-        "SDK ok",
-        f"same as @{columns[0][1]}",
-        "text chars",
-    ):
-        summary.add_column(name, justify="right" if name != "generator" else "left")
-    for row in summarize(results):
-        n = row["streams"]
-        summary.add_row(
-            row["generator"],
-            str(row["stream_interval"]),
-            str(n),
-            _count(row["strict_ok"], n),
-            _count(row["sdk_ok"], n),
-            _count(row["identical_to_interval_1"], n),
-            _count(row["chars_delivered"], row["chars_expected"]),
-        )
-    console.print(summary)
+    console.print(summary_table("Summary (same tokens for every interval)", results, columns[0][1]))
     failures = [r for r in results if not r.ok]
     if failures:
         console.print("[bold]Why each failing stream failed[/]")

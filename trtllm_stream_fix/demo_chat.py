@@ -16,17 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .sim.engine import EngineConfig
-from .sim.server import create_app
-from .sim.threaded import serve_in_thread
+from .demo import MODEL, Judged, judge_everywhere, summarize, summary_table
 from .testing.chat_differential import chat_visible
-
-MODEL = "gpt-oss-20b"
-GENERATORS = ("upstream", "ours")
 
 
 @dataclass
-class ChatStreamResult:
+class ChatStreamResult(Judged):
     """One chat request streamed through one generator at one interval."""
 
     request: str
@@ -40,15 +35,6 @@ class ChatStreamResult:
     expected_chars: int
     visible: list[Any] = field(repr=False, default_factory=list)
     identical_to_1: bool = True
-
-    @property
-    def ok(self) -> bool:
-        return (
-            self.strict_ok
-            and self.sdk_ok
-            and self.identical_to_1
-            and self.delivered_chars == self.expected_chars
-        )
 
 
 def _body(label: str, scenario: str, interval: int, max_tokens: int | None) -> dict[str, Any]:
@@ -144,95 +130,50 @@ def run_chat_demo(
     """Stream every demo request over chat through both generators at every interval."""
     import httpx
 
-    results: list[ChatStreamResult] = []
     expected: dict[tuple[str, int], int] = {}
-    for generator in ("ours", "upstream"):
-        app = create_app(EngineConfig(max_draft_tokens=max_draft_tokens), generator)
-        with serve_in_thread(app) as base_url:
-            for interval in intervals:
-                bodies = [
-                    _body(r.label, r.scenario, interval, r.max_output_tokens) for r in requests
-                ]
-                records = asyncio.run(_streams(base_url, bodies))
-                for req, body, record in zip(requests, bodies, records):
-                    if generator == "ours":
-                        answer = httpx.post(f"{base_url}/v1/chat/completions", json=body).json()
-                        message = (answer.get("choices") or [{}])[0].get("message") or {}
-                        expected[(req.label, interval)] = _chars(message)
-                    payloads = _payloads(record)
-                    sdk_ok, sdk_error = _sdk(base_url, body)
-                    results.append(
-                        ChatStreamResult(
-                            request=req.label,
-                            generator=generator,
-                            interval=interval,
-                            strict_ok=record.ok,
-                            violations=list(record.violations),
-                            sdk_ok=sdk_ok,
-                            sdk_error=sdk_error,
-                            delivered_chars=_delivered(payloads),
-                            expected_chars=expected[(req.label, interval)],
-                            visible=chat_visible(payloads),
-                        )
-                    )
-    first = {(r.generator, r.request): r.visible for r in results if r.interval == intervals[0]}
-    for r in results:
-        r.identical_to_1 = r.visible == first[(r.generator, r.request)]
-    results.sort(key=lambda r: (GENERATORS.index(r.generator), r.interval))
-    return results
+
+    def judge(base_url: str, generator: str, interval: int) -> list[ChatStreamResult]:
+        bodies = [_body(r.label, r.scenario, interval, r.max_output_tokens) for r in requests]
+        records = asyncio.run(_streams(base_url, bodies))
+        out = []
+        for req, body, record in zip(requests, bodies, records):
+            if generator == "ours":
+                answer = httpx.post(f"{base_url}/v1/chat/completions", json=body).json()
+                message = (answer.get("choices") or [{}])[0].get("message") or {}
+                expected[(req.label, interval)] = _chars(message)
+            payloads = _payloads(record)
+            sdk_ok, sdk_error = _sdk(base_url, body)
+            out.append(
+                ChatStreamResult(
+                    request=req.label,
+                    generator=generator,
+                    interval=interval,
+                    strict_ok=record.ok,
+                    violations=list(record.violations),
+                    sdk_ok=sdk_ok,
+                    sdk_error=sdk_error,
+                    delivered_chars=_delivered(payloads),
+                    expected_chars=expected[(req.label, interval)],
+                    visible=chat_visible(payloads),
+                )
+            )
+        return out
+
+    return judge_everywhere(intervals, max_draft_tokens, judge)
 
 
-def summarize_chat(results: Sequence[ChatStreamResult]) -> list[dict[str, Any]]:
-    """One row per generator x interval."""
-    rows = []
-    keys = sorted(
-        {(r.generator, r.interval) for r in results}, key=lambda k: (GENERATORS.index(k[0]), k[1])
-    )
-    for generator, interval in keys:
-        group = [r for r in results if (r.generator, r.interval) == (generator, interval)]
-        rows.append(
-            {
-                "generator": generator,
-                "stream_interval": interval,
-                "streams": len(group),
-                "strict_ok": sum(r.strict_ok for r in group),
-                "sdk_ok": sum(r.sdk_ok for r in group),
-                "identical_to_interval_1": sum(r.identical_to_1 for r in group),
-                "chars_delivered": sum(r.delivered_chars for r in group),
-                "chars_expected": sum(r.expected_chars for r in group),
-                "all_ok": all(r.ok for r in group),
-            }
-        )
-    return rows
+#: One row per generator x interval (the same summary as the Responses demo's).
+summarize_chat = summarize
 
 
 def print_chat_report(results: Sequence[ChatStreamResult]) -> None:
     """Rich table of the chat summary, then one reason per failing upstream interval."""
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
-
-    def count(value: int, total: int) -> str:
-        return f"[{'green' if value == total else 'red'}]{value}/{total}[/]"
 
     console = Console()
-    rows = summarize_chat(results)
-    table = Table(title="Chat Completions (/v1/chat/completions), same tokens for every interval")
-    for name in ("generator", "interval", "streams", "strict ok", "SDK ok", "same as first"):
-        table.add_column(name, justify="left" if name == "generator" else "right")
-    table.add_column("text chars", justify="right")
-    for row in rows:
-        n = row["streams"]
-        table.add_row(
-            row["generator"],
-            str(row["stream_interval"]),
-            str(n),
-            count(row["strict_ok"], n),
-            count(row["sdk_ok"], n),
-            count(row["identical_to_interval_1"], n),
-            count(row["chars_delivered"], row["chars_expected"]),
-        )
-    console.print(table)
+    title = "Chat Completions (/v1/chat/completions), same tokens for every interval"
+    console.print(summary_table(title, results, min(r.interval for r in results)))
     shown: dict[int, ChatStreamResult] = {}
     for r in results:
         if r.generator != "ours" and not r.ok:

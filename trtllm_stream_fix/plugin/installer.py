@@ -5,10 +5,10 @@
 finished importing, and can be called again when another module loads (the import hook
 does). Patch sets that must agree form a group (``responses``: the streaming processor, the
 non-streaming mapper, the stream guard, the input channels and the Chat Completions
-post-processors): if any target of any set in a group does not match the recorded shapes,
-the whole group is refused (what a module loaded earlier had patched is taken back), with
-one log line per mismatch naming the target, the expected and the found shape; upstream is
-left untouched. ``last_refusals()`` keeps the
+post-processors; ``response``: the complete Response model, alone): if any target of any
+set in a group does not match the recorded shapes, the whole group is refused (what a module
+loaded earlier had patched is taken back), with one log line per mismatch naming the target,
+the expected and the found shape; upstream is left untouched. ``last_refusals()`` keeps the
 reasons for ``doctor``. ``uninstall()`` restores exactly what ``install()`` replaced,
 and only where our replacement is still in place.
 
@@ -119,6 +119,12 @@ def _guard(original: Any) -> Any:
     return guard_responses_stream(original)
 
 
+def _response_model(original: Any) -> Any:
+    from .response_model import CompleteResponsesResponse
+
+    return CompleteResponsesResponse
+
+
 def _chat_streaming(original: Any) -> Any:
     from .chat import chat_harmony_streaming_post_processor
 
@@ -158,6 +164,12 @@ PATCH_SETS: tuple[_PatchSet, ...] = (
         ledger.INPUT,
         (targets.PARSE_INPUT,),
         (_Binding(RESPONSES_UTILS, "_parse_response_input", _parse_input),),
+    ),
+    _PatchSet(
+        ledger.RESPONSE,
+        (targets.RESPONSE_MODEL, targets.RESPONSE_FROM_REQUEST),
+        (_Binding(RESPONSES_UTILS, "ResponsesResponse", _response_model),),
+        group="response",  # independent of the event fix: refused alone if it mismatches
     ),
     _PatchSet(
         ledger.CHAT,

@@ -20,6 +20,8 @@ when upstream ships the fix named in ``remove_when``, delete the entry and its r
    -> ``trtllm_stream_fix.plugin.chat.chat_harmony_post_processor``
 9. ``tensorrt_llm.serve.openai_server.chat_harmony_streaming_post_processor`` (same function)
 10. ``tensorrt_llm.serve.openai_server.chat_harmony_post_processor`` (same function)
+11. ``tensorrt_llm.serve.responses_utils.ResponsesResponse``
+   -> ``trtllm_stream_fix.plugin.response_model.CompleteResponsesResponse``
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ NONSTREAMING = "nonstreaming"
 INPUT = "input"
 GUARD = "guard"
 CHAT = "chat"
+RESPONSE = "response"
 
 LEDGER: tuple[LedgerEntry, ...] = (
     LedgerEntry(
@@ -201,6 +204,26 @@ LEDGER: tuple[LedgerEntry, ...] = (
         how="Module global rebound (the same function).",
         upstream="as entry 8",
         remove_when="with entry 8",
+    ),
+    LedgerEntry(
+        target="tensorrt_llm.serve.responses_utils.ResponsesResponse",
+        replacement="trtllm_stream_fix.plugin.response_model.CompleteResponsesResponse",
+        patch_set=RESPONSE,
+        why=(
+            "Upstream's ResponsesResponse has no error, incomplete_details, completed_at, "
+            "store, prompt_cache_key, safety_identifier (and more fields OpenAI's API always "
+            "sends), so the non-streaming body and a stored response lack them; typed "
+            "clients other than the Python SDK reject such objects."
+        ),
+        how=(
+            "Module global rebound to a module-level subclass (pickled by reference from "
+            "PostprocWorkers). Its from_request keeps upstream's values and adds the "
+            "request's envelope (as the streaming processor builds it); its serializer dumps "
+            "every OpenAI field in OpenAI's order, null where unset, then every other key "
+            "upstream dumped."
+        ),
+        upstream="none filed; upstream's model comments error and incomplete_details out",
+        remove_when="upstream's ResponsesResponse carries every field of OpenAI's Response",
     ),
 )
 

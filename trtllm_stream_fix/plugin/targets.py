@@ -31,6 +31,12 @@ Chat Completions targets (``tensorrt_llm/serve/postprocess_handlers.py``, the po
   271a1eda), whose helpers take ``first_iteration=``, ``stream_options=`` and stream ids.
 
 Both lines call the post-processors as ``(rsp, args)``.
+
+``ResponsesResponse`` (``tensorrt_llm/serve/openai_protocol.py``, imported by name into
+``responses_utils``) and its ``from_request`` classmethod, recorded from ``0076e939`` (commit
+0076e9390e1ed11515f149eec356f5a03f4a00d8, code-index id 71075524054) and ``18643ffd`` (commit
+18643ffda86feb241b3cf8896657595e48a6a1b6), the openai_protocol versions paired with the
+responses_utils lines above (docs/real-upstream.md names the pairing).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from typing import Any, Literal
 RESPONSES_UTILS = "tensorrt_llm.serve.responses_utils"
 OPENAI_SERVER = "tensorrt_llm.serve.openai_server"
 POSTPROCESS_HANDLERS = "tensorrt_llm.serve.postprocess_handlers"
+OPENAI_PROTOCOL = "tensorrt_llm.serve.openai_protocol"
 
 Status = Literal["ok", "missing", "mismatch", "not-loaded"]
 
@@ -155,6 +162,20 @@ PARSE_INPUT = Target(
     "_parse_response_input",
     (_shape(*_ALL, shape="input_msg, prev_responses"),),
 )
+# Checked where the class is defined (responses_utils imports it by name; the plugin rebinds
+# that name), so the version line of responses_utils.py alone is detected without it.
+RESPONSE_MODEL = Target(OPENAI_PROTOCOL, "ResponsesResponse", kind="class")
+RESPONSE_FROM_REQUEST = Target(
+    OPENAI_PROTOCOL,
+    "ResponsesResponse.from_request",
+    (
+        _shape(
+            "0076e939",
+            "18643ffd",
+            shape="cls, request, sampling_params, model_name, created_time, output, status, usage=",
+        ),
+    ),
+)
 _CHAT_LINES = ("harmony-38134b13", "01bf1923")
 CHAT_STREAMING = Target(
     POSTPROCESS_HANDLERS,
@@ -189,6 +210,8 @@ ALL_TARGETS: tuple[Target, ...] = (
     OUTPUT_CONTENT,
     PARSE_OUTPUT_TOKENS,
     PARSE_INPUT,
+    RESPONSE_MODEL,
+    RESPONSE_FROM_REQUEST,
     *CHAT_TARGETS,
 )
 

@@ -41,20 +41,25 @@ _ECHOED = (*ECHOED_REQUEST_FIELDS, "reasoning", "text")
 
 
 def _plain(value: Any) -> Any:
-    """A JSON-ready copy of a request field (pydantic models dumped, every key kept)."""
+    """A JSON-ready copy of a request field (pydantic models dumped by alias, every key kept)."""
     if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
+        return value.model_dump(mode="json", by_alias=True)
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
 
 
-def _response_context(processor: Any) -> ResponseContext:
-    request, sampling = processor.request, processor.sampling_params
+def request_context(
+    request: Any, sampling: Any, model_name: str, created_at: Any
+) -> ResponseContext:
+    """The ``ResponseContext`` of one ``ResponsesRequest`` and its sampling params.
+
+    The streamed and the non-streaming Response both echo the request from it.
+    """
     return ResponseContext(
         response_id=request.request_id,
-        model=processor.model_name,
-        created_at=int(processor.response_creation_time),
+        model=model_name,
+        created_at=int(created_at),
         tools=_plain(list(getattr(request, "tools", None) or [])),
         tool_choice=_plain(getattr(request, "tool_choice", "auto")),
         parallel_tool_calls=bool(getattr(request, "parallel_tool_calls", True)),
@@ -63,6 +68,15 @@ def _response_context(processor: Any) -> ResponseContext:
         temperature=getattr(sampling, "temperature", None),
         top_p=getattr(sampling, "top_p", None),
         echo=request_echo({k: _plain(getattr(request, k, None)) for k in _ECHOED}),
+    )
+
+
+def _response_context(processor: Any) -> ResponseContext:
+    return request_context(
+        processor.request,
+        processor.sampling_params,
+        processor.model_name,
+        processor.response_creation_time,
     )
 
 

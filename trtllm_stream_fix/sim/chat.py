@@ -20,7 +20,6 @@ from typing import Any, Literal
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from starlette.concurrency import run_in_threadpool
 
 from ..core import chat_chunks as cc
 from ..core.chat_machine import (
@@ -32,8 +31,8 @@ from ..core.chat_machine import (
 )
 from ..defaults import random_id
 from .engine import Generation, SimulatedEngine
-from .limits import ServerLimits, check_input_size, count_prompt_tokens
-from .protocol import RequestError, decode_body, error_body, select_generation
+from .limits import ServerLimits
+from .protocol import RequestError, decode_body, error_body, input_text, select_generation
 
 logger = logging.getLogger(__name__)
 
@@ -110,18 +109,6 @@ def parse_chat_request(raw: bytes, *, max_depth: int = 64) -> ChatRequest:
     return request
 
 
-def messages_text(messages: list[dict[str, Any]]) -> str:
-    """The plain text of the messages (used to count prompt tokens)."""
-    pieces: list[str] = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            pieces.append(content)
-        elif isinstance(content, list):
-            pieces.extend(p.get("text", "") for p in content if isinstance(p, dict))
-    return "\n".join(pieces)
-
-
 def add_chat_routes(
     app: FastAPI,
     *,
@@ -134,7 +121,7 @@ def add_chat_routes(
     options: ChatOptions | None = None,
 ) -> None:
     """Serve ``POST /v1/chat/completions`` on ``app``."""
-    from .server import _tracked, read_body
+    from .server import _tracked, prompt_tokens, read_request
     from .turns import chat_request
 
     options = options or ChatOptions()
@@ -142,13 +129,7 @@ def add_chat_routes(
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Any:
         try:
-            body = parse_chat_request(
-                await read_body(request, limits.max_body_bytes), max_depth=limits.max_json_depth
-            )
-            if body.model not in models:
-                raise RequestError(
-                    404, f"model {body.model!r} not found", param="model", code="model_not_found"
-                )
+            body = await read_request(request, parse_chat_request, limits, models)
             turn_input, tools, tool_choice = chat_request(
                 body.messages, body.tools, body.tool_choice
             )
@@ -161,16 +142,14 @@ def add_chat_routes(
                 tool_choice=tool_choice,
                 parallel_tool_calls=getattr(body, "parallel_tool_calls", None) is not False,
             )
-            text = messages_text(body.messages)
-            check_input_size(text, limits)
-            prompt_tokens = await run_in_threadpool(count_prompt_tokens, encoding, text, limits)
+            num_prompt_tokens = await prompt_tokens(input_text(body.messages), encoding, limits)
         except RequestError as exc:
             return JSONResponse(exc.body, status_code=exc.status)
         context = ChatContext(
             completion_id=random_id("chatcmpl").replace("_", "-", 1),
             model=body.model,
             created=int(time.time()),
-            num_prompt_tokens=prompt_tokens,
+            num_prompt_tokens=num_prompt_tokens,
             include_usage=bool(body.stream_options and body.stream_options.include_usage),
         )
         if not body.stream:
@@ -181,6 +160,18 @@ def add_chat_routes(
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
+
+
+def _upstream_args(context: ChatContext, body: ChatRequest, encoding: Any) -> dict[str, Any]:
+    """What the upstream chat path is given for one request (streamed or not)."""
+    return {
+        "model": context.model,
+        "created": context.created,
+        "num_prompt_tokens": context.num_prompt_tokens,
+        "tools": body.tools,
+        "tool_choice": body.tool_choice,
+        "encoding": encoding,
+    }
 
 
 def _completion(
@@ -197,12 +188,7 @@ def _completion(
         completion = upstream_chat_completion(
             generation.delivered,
             generation.finish_reason,
-            model=context.model,
-            created=context.created,
-            num_prompt_tokens=context.num_prompt_tokens,
-            tools=body.tools,
-            tool_choice=body.tool_choice,
-            encoding=encoding,
+            **_upstream_args(context, body, encoding),
         )
         return JSONResponse(completion)
     try:
@@ -234,14 +220,7 @@ async def _stream(
     if generator == "upstream":
         from ..testing.chat_baseline import UpstreamChatBaseline
 
-        stream: Any = UpstreamChatBaseline(
-            model=context.model,
-            created=context.created,
-            num_prompt_tokens=context.num_prompt_tokens,
-            tools=body.tools,
-            tool_choice=body.tool_choice,
-            encoding=encoding,
-        )
+        stream: Any = UpstreamChatBaseline(**_upstream_args(context, body, encoding))
         frame = _upstream_frame
     else:
         stream = ChatChunkMachine(context, options=options, encoding=encoding)

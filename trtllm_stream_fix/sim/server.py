@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request
@@ -148,9 +148,22 @@ def _failed_events(context: ResponseContext, message: str, seq: int) -> list[Any
     ]
 
 
-async def _prompt_tokens(request: ResponsesRequest, encoding: Any, limits: ServerLimits) -> int:
-    """Prompt tokens, counted in a worker thread within ``limits`` (RequestError past them)."""
-    prompt = "\n".join(filter(None, (request.instructions, input_text(request.input))))
+async def read_request(
+    request: Request, parse: Callable[..., Any], limits: ServerLimits, models: tuple[str, ...]
+) -> Any:
+    """The request body read within ``limits`` and decoded by ``parse``; a model this server
+    does not serve is a :class:`RequestError` 404 (both endpoints)."""
+    body = parse(await read_body(request, limits.max_body_bytes), max_depth=limits.max_json_depth)
+    if body.model not in models:
+        raise RequestError(
+            404, f"model {body.model!r} not found", param="model", code="model_not_found"
+        )
+    return body
+
+
+async def prompt_tokens(prompt: str, encoding: Any, limits: ServerLimits) -> int:
+    """Tokens of ``prompt``, counted within ``limits`` (RequestError past them): large
+    prompts in a worker thread, so the event loop keeps serving (both endpoints)."""
     check_input_size(prompt, limits)
     if len(prompt) <= INLINE_PROMPT_CHARS:  # a thread hand-off costs more than this
         return count_prompt_tokens(encoding, prompt, limits)
@@ -256,13 +269,7 @@ def create_app(
     @app.post("/v1/responses")
     async def responses(request: Request) -> Any:
         try:
-            body = parse_request(
-                await read_body(request, limits.max_body_bytes), max_depth=limits.max_json_depth
-            )
-            if body.model not in models:
-                raise RequestError(
-                    404, f"model {body.model!r} not found", param="model", code="model_not_found"
-                )
+            body = await read_request(request, parse_request, limits, models)
             if body.sim_fault and not allow_faults:
                 raise RequestError(
                     400, "fault injection is disabled on this server", param="sim_fault"
@@ -277,7 +284,8 @@ def create_app(
                 parallel_tool_calls=body.parallel_tool_calls,
                 reasoning_effort=(body.reasoning or {}).get("effort"),
             )
-            num_prompt_tokens = await _prompt_tokens(body, encoding, limits)
+            prompt = "\n".join(filter(None, (body.instructions, input_text(body.input))))
+            num_prompt_tokens = await prompt_tokens(prompt, encoding, limits)
         except RequestError as exc:
             return _error(exc)
         if body.sim_fault == "http503":

@@ -8,6 +8,8 @@ engine response and with the processor pickled to an emulated PostprocWorker: a
 ``ResponsesStreamingProcessor`` built as the handler builds one, ``get_initial_responses()``, then
 ``postprocess_handlers.responses_api_streaming_post_processor(res, args)`` per engine response,
 every frame restamped with ``stamp_sse_sequence_number`` inside ``guard_responses_stream``.
+Per output also the non-streaming body (inline and from a worker), checked against OpenAI's
+recorded schema (``body_schema``).
 """
 
 from __future__ import annotations
@@ -143,6 +145,31 @@ def run_all(outputs: list[Any]) -> dict[str, Any]:
     return stats
 
 
+def body_schema(outputs: list[Any]) -> dict[str, Any]:
+    """Per output, the non-streaming body inline and from a worker (stream_interval 20),
+    checked against OpenAI's recorded schema: counts of bodies, complete ones, problems."""
+    from trtllm_stream_fix.testing import openai_schema
+    from trtllm_stream_fix.testing.realstub.matrix import non_streaming_body, sent_body
+
+    stats: dict[str, Any] = {"bodies": 0, "complete": 0, "raised": 0, "problems": 0}
+    stats["examples"] = []
+    for output in outputs:
+        for workers in (False, True):
+            stats["bodies"] += 1
+            try:
+                problems = openai_schema.missing_keys(
+                    sent_body(non_streaming_body(output, 20, workers, False)[0])
+                )
+            except Exception as exc:
+                stats["raised"] += 1
+                problems = [f"raised {type(exc).__name__}: {exc}"]
+            stats["complete"] += not problems
+            stats["problems"] += len(problems)
+            if problems and len(stats["examples"]) < 5:
+                stats["examples"].append(f"{output.name} seed={output.seed}: {problems[0]}")
+    return stats
+
+
 def main(source: str, count: int) -> dict[str, Any]:
     stubbed = realstub.activate(source)
     from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
@@ -159,9 +186,11 @@ def main(source: str, count: int) -> dict[str, Any]:
         "real_files": {m: sys.modules[m].__file__ for m in realstub.REAL_MODULES},
         "checks": {c.target.dotted: [c.status, c.version] for c in checks},
         "upstream": run_all(outputs),
+        "upstream_bodies": body_schema(outputs),
     }
     result["install"] = [[o.target, o.status] for o in install(mode="on").outcomes]
     result["plugin"] = run_all(outputs)
+    result["plugin_bodies"] = body_schema(outputs)
     result["uninstall"] = [[o.target, o.status] for o in uninstall().outcomes]
     result["restored"] = responses_utils.ResponsesStreamingProcessor is upstream_class
     return result

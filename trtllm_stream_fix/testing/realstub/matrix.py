@@ -108,8 +108,10 @@ def streamed(output: Any, split: int, workers: bool, store: bool) -> dict[str, A
     }
 
 
-def non_streamed(output: Any, split: int, workers: bool, store: bool) -> dict[str, Any]:
-    from openai.types.responses import Response
+def non_streaming_body(output: Any, split: int, workers: bool, store: bool) -> tuple[Any, Any]:
+    """The response object a non-streaming request returns, as the handler gets it:
+    ``responses_api_post_processor`` in a worker (arguments and result pickled) or
+    ``create_response`` inline; and the conversation store it used."""
     from tensorrt_llm.serve import postprocess_handlers, responses_utils
 
     from trtllm_stream_fix.testing.synthetic import engine_responses
@@ -119,34 +121,52 @@ def non_streamed(output: Any, split: int, workers: bool, store: bool) -> dict[st
     for response in engine_responses(output, split):
         res.apply(response.token_ids_diff, response.finished, response.finish_reason)
     conversations = responses_utils.ConversationHistoryStore()
+    if workers:
+        args = postprocess_handlers.ResponsesAPIPostprocArgs(
+            model=MODEL, request=request, sampling_params=sampling, use_harmony=True
+        )
+        args = pickle.loads(pickle.dumps(args))
+        args.num_prompt_tokens = len(PROMPT)
+        body = postprocess_handlers.responses_api_post_processor(res, args)
+        return pickle.loads(pickle.dumps(body)), conversations  # back from the worker
+    body = asyncio.run(
+        responses_utils.create_response(
+            request=request,
+            sampling_params=sampling,
+            model_name=MODEL,
+            conversation_store=conversations,
+            generation_result=res,
+            enable_store=store,
+            use_harmony=True,
+            num_prompt_tokens=len(PROMPT),
+        )
+    )
+    return body, conversations
+
+
+def sent_body(body: Any) -> dict[str, Any]:
+    """What ``openai_server`` sends for ``body``: ``JSONResponse(content=body.model_dump(
+    by_alias=True))`` (271a1eda; older lines without ``by_alias``)."""
+    dumped = body.model_dump(by_alias=True)
+    return json.loads(json.dumps(dumped, ensure_ascii=False, allow_nan=False))
+
+
+def non_streamed(output: Any, split: int, workers: bool, store: bool) -> dict[str, Any]:
+    from openai.types.responses import Response
+
+    request_id = f"resp_{output.seed:08x}"
+    conversations = None
     try:
-        if workers:
-            args = postprocess_handlers.ResponsesAPIPostprocArgs(
-                model=MODEL, request=request, sampling_params=sampling, use_harmony=True
-            )
-            args = pickle.loads(pickle.dumps(args))
-            args.num_prompt_tokens = len(PROMPT)
-            body = postprocess_handlers.responses_api_post_processor(res, args)
-        else:
-            body = asyncio.run(
-                responses_utils.create_response(
-                    request=request,
-                    sampling_params=sampling,
-                    model_name=MODEL,
-                    conversation_store=conversations,
-                    generation_result=res,
-                    enable_store=store,
-                    use_harmony=True,
-                    num_prompt_tokens=len(PROMPT),
-                )
-            )
-        data = json.loads(body.model_dump_json())
+        body, conversations = non_streaming_body(output, split, workers, store)
+        data = sent_body(body)
         Response.model_validate(data)
         sdk, error = True, ""
     except Exception as exc:
         data, sdk, error = {}, False, f"{type(exc).__name__}: {exc}"
     stored = bool(
-        not workers and asyncio.run(conversations.load_response(request.request_id)) is not None
+        not workers
+        and conversations is not None
+        and asyncio.run(conversations.load_response(request_id)) is not None
     )
     return {"sdk": sdk, "error": error, "items": _items(data.get("output") or []), "stored": stored}
 

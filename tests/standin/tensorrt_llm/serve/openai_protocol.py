@@ -74,7 +74,7 @@ class ResponsesResponse(OpenAIBaseModel):
         created_time: int,
         output: list[Any],
         status: str,
-        usage: ResponseUsage | None,
+        usage: ResponseUsage | None = None,
     ) -> ResponsesResponse:
         return cls(
             id=request.request_id,
