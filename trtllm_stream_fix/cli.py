@@ -123,7 +123,14 @@ def _add_serve(sub: Any) -> None:
         description="Serve POST /v1/responses from the simulated engine, or delegate to "
         "trtllm-serve with the fix installed (--engine trtllm; further arguments go to it).",
     )
-    p.add_argument("--engine", choices=("sim", "trtllm"), default="sim")
+    p.add_argument(
+        "--engine",
+        choices=("sim", "trtllm", "trtllm-source"),
+        default="sim",
+        help="sim: the simulated server; trtllm: trtllm-serve with the fix; trtllm-source: "
+        "upstream's own openai_server from a source tree (--source DIR or TRTLLM_SOURCE_DIR) "
+        "on CPU with a fake gpt-oss engine (see its own --help)",
+    )
     p.add_argument(
         "--generator",
         choices=("ours", "upstream"),
@@ -417,14 +424,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _trtllm_serve_argv(argv: list[str]) -> list[str] | None:
-    """The arguments for trtllm-serve when ``serve`` asks for ``--engine trtllm``."""
+def _engine_argv(argv: list[str], engine: str) -> list[str] | None:
+    """``argv`` without ``--engine ENGINE`` when it asks for ``engine``, else None."""
     for i, arg in enumerate(argv):
-        if arg == "--engine=trtllm":
+        if arg == f"--engine={engine}":
             return argv[:i] + argv[i + 1 :]
-        if arg == "--engine" and i + 1 < len(argv) and argv[i + 1] == "trtllm":
+        if arg == "--engine" and i + 1 < len(argv) and argv[i + 1] == engine:
             return argv[:i] + argv[i + 2 :]
     return None
+
+
+def _trtllm_serve_argv(argv: list[str]) -> list[str] | None:
+    """The arguments for trtllm-serve when ``serve`` asks for ``--engine trtllm``."""
+    return _engine_argv(argv, "trtllm")
 
 
 def _dispatch(parser: argparse.ArgumentParser, argv: list[str]) -> int:
@@ -432,6 +444,9 @@ def _dispatch(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         module, function, _ = _DELEGATES[argv[0]]
         return _delegate(module, function, argv[1:])
     if argv and argv[0] == "serve":
+        source_argv = _engine_argv(argv[1:], "trtllm-source")
+        if source_argv is not None:
+            return _delegate("testing.realstub.server", "main", source_argv)
         trtllm_argv = _trtllm_serve_argv(argv[1:])
         if trtllm_argv is not None:
             return _delegate("plugin", "serve_trtllm_main", trtllm_argv)

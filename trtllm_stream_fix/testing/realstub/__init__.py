@@ -32,7 +32,10 @@ REAL_MODULES = (
     "tensorrt_llm.serve.responses_utils",
     "tensorrt_llm.serve.postprocess_handlers",
 )
-THIRD_PARTY = ("torch", "xgrammar", "transformers")
+#: Any other ``tensorrt_llm/serve/<name>.py`` the source tree has is loaded from it too
+#: (``openai_server``, ``chat_tokenization``, ...): real code wherever the tree provides it.
+SERVE_PREFIX = "tensorrt_llm.serve."
+THIRD_PARTY = ("torch", "xgrammar", "transformers", "msgspec")
 
 
 class OffPath:
@@ -57,13 +60,27 @@ def _fallback_getattr(module: types.ModuleType) -> None:
         if attr.startswith("__"):
             raise AttributeError(attr)
         child = f"{name}.{attr}"
-        if child in REAL_MODULES or _stub_spec(child) is not None:
+        if child in REAL_MODULES or _stub_spec(child) or _real_file(child):
             return importlib.import_module(child)  # a submodule, not a placeholder
         placeholder = off_path(name, attr)
         setattr(module, attr, placeholder)
         return placeholder
 
     module.__getattr__ = __getattr__  # type: ignore[attr-defined]
+
+
+_SOURCE_DIRS: list[Path] = []  # the tree ``activate`` was given
+
+
+def _real_file(fullname: str) -> Path | None:
+    """The source tree's file for ``fullname`` if it is a real module to load from there."""
+    if not _SOURCE_DIRS:
+        return None
+    location = _SOURCE_DIRS[0].joinpath(*fullname.split(".")).with_suffix(".py")
+    if fullname in REAL_MODULES:
+        return location
+    serve_module = fullname.startswith(SERVE_PREFIX) and "." not in fullname[len(SERVE_PREFIX) :]
+    return location if serve_module and location.is_file() else None
 
 
 def _stub_spec(fullname: str) -> Any:
@@ -96,8 +113,8 @@ class _RealFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "tensorrt_llm" and not fullname.startswith("tensorrt_llm."):
             return None
-        if fullname in REAL_MODULES:
-            location = self.source_dir.joinpath(*fullname.split(".")).with_suffix(".py")
+        location = _real_file(fullname)
+        if location is not None:
             return importlib.util.spec_from_file_location(fullname, location)
         stub = _stub_spec(fullname)
         if stub is not None:
@@ -112,6 +129,7 @@ def activate(source_dir: str | Path) -> list[str]:
     """Set up the import system; returns the third-party packages that were stubbed."""
     if "tensorrt_llm" in sys.modules:
         raise RuntimeError("tensorrt_llm is already imported in this interpreter")
+    _SOURCE_DIRS[:] = [Path(source_dir)]
     sys.meta_path.insert(0, _RealFinder(Path(source_dir)))
     stubbed = [name for name in THIRD_PARTY if importlib.util.find_spec(name) is None]
     if stubbed:

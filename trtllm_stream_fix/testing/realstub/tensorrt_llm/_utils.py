@@ -18,6 +18,21 @@ class AdjustedSteadyClock:
     def now(self) -> float:
         return time.monotonic()
 
+    def set_reference_offset(self, offset: float) -> None:
+        self.offset = offset
+
+
+def get_global_steady_clock_now_in_seconds() -> float:
+    return time.monotonic()
+
+
+def nvtx_mark(*args: Any, **kwargs: Any) -> None:
+    """No-op: NVTX markers need CUDA."""
+
+
+def set_prometheus_multiproc_dir() -> None:
+    raise NotImplementedError("Prometheus metrics are not emulated")
+
 
 def nvtx_range_debug(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """No-op: NVTX profiling ranges need CUDA."""

@@ -16,7 +16,12 @@ class EngineDeadError(RuntimeError):
     """The engine process died."""
 
 
+class CppExecutorError(RuntimeError):
+    """A fatal error of the C++ executor (``openai_server`` shuts down on it)."""
+
+
 __all__ = [
+    "CppExecutorError",
     "DetokenizedGenerationResultBase",
     "EngineDeadError",
     "GenerationResult",

@@ -14,3 +14,11 @@ class PostprocArgs:
     num_prompt_tokens: int | None = None
     num_prompt_tokens_offset: int = 0
     tokenizer: Any = None
+
+
+@dataclass(kw_only=True)
+class PostprocParams:
+    """What ``generate_async`` hands a PostprocWorker: the post-processor and its args."""
+
+    post_processor: Any = None
+    postproc_args: Any = None

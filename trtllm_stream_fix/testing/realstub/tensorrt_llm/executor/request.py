@@ -11,3 +11,6 @@ class LoRARequest:
     lora_name: str
     lora_int_id: int
     lora_path: str = ""
+
+
+DEFAULT_REQUEST_PRIORITY = 0.5

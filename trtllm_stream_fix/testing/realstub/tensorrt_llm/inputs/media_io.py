@@ -8,3 +8,13 @@ class MediaModality(str, Enum):
     IMAGE = "image"
     VIDEO = "video"
     AUDIO = "audio"
+
+
+class BaseMediaIO:
+    """Media loaders; the server only hands them its thread pool."""
+
+    executor = None
+
+    @classmethod
+    def set_executor(cls, executor: object) -> None:
+        cls.executor = executor

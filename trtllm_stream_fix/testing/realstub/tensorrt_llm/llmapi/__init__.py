@@ -53,3 +53,9 @@ class DisaggregatedParams:
 @dataclass
 class ConversationParams:
     conversation_id: str = ""
+
+
+@dataclass
+class SchedulingParams:
+    agent_hierarchy: Any = None
+    subagent_affinity_id: Any = None

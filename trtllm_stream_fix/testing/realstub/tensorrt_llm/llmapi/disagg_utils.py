@@ -7,6 +7,7 @@ context-phase usage it returns ``(None, None)``, as upstream does.
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Any
 
 
@@ -25,3 +26,13 @@ def rewrite_usage_info_from_ctx(usage: Any, ctx_usage: Any) -> None:
 def rewrite_usage_response_from_ctx(response: Any, ctx_usage: Any) -> None:
     if ctx_usage is not None:
         raise NotImplementedError("disaggregated serving is not emulated")
+
+
+class ServerRole(IntEnum):
+    """What a ``trtllm-serve`` process serves (``None`` = an ordinary LLM server)."""
+
+    CONTEXT = 0
+    GENERATION = 1
+    MM_ENCODER = 2
+    VISUAL_GEN = 3
+    EMBEDDING = 4

@@ -17,3 +17,10 @@ def resolve_top_level_model_type(model_config: Any) -> str:
 
 def make_tool_call_id(id_type: str = "random", func_name: Any = None, idx: Any = None) -> str:
     raise NotImplementedError("chat tool calls are not on the Harmony Responses path")
+
+
+def load_chat_template(chat_template: Any) -> Any:
+    """Harmony models render their prompt with the Harmony encoding, not a chat template."""
+    if chat_template is not None:
+        raise NotImplementedError("chat templates are not on the Harmony path")
+    return None

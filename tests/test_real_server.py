@@ -1,0 +1,179 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Upstream's own ``openai_server`` on CPU, over HTTP, unpatched and with the plugin.
+
+Runs for every tree of ``TRTLLM_SOURCE_DIRS`` (``os.pathsep``-separated) or
+``TRTLLM_SOURCE_DIR`` that has ``tensorrt_llm/serve/openai_server.py``; skips with the reason
+otherwise (CI has no TensorRT-LLM sources). Each server is ``realstub.server`` in a fresh
+interpreter: upstream's FastAPI app, its real serve modules, a fake gpt-oss engine replaying
+synthetic generations as the PyExecutor delivers them, and the fix loaded by its ``.pth``
+file (``--plugin on``) or not at all (``--plugin off``).
+
+Contract: unpatched, upstream's streams fail the strict checker at ``stream_interval`` 20
+and a streamed turn is not stored (a following ``previous_response_id`` gets 404); with the
+plugin every stream passes the strict checker and the SDK, streamed turns are stored and the
+two-turn tool conversation completes, at 0 and 2 post-processing workers, and
+``trtllm-stream-fix validate`` accepts the plugin's stream and rejects upstream's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.cpu_only
+
+SEEDS = [5, 7, 8, 13]  # empty message, analysis tool call, preamble + answer, tool call
+
+
+def _trees() -> list:
+    many = [p for p in os.environ.get("TRTLLM_SOURCE_DIRS", "").split(os.pathsep) if p]
+    one = os.environ.get("TRTLLM_SOURCE_DIR")
+    configured = many + ([one] if one and one not in many else [])
+    if not configured:
+        reason = "TRTLLM_SOURCE_DIR(S) not set: no TensorRT-LLM source tree to serve"
+        return [pytest.param(None, marks=pytest.mark.skip(reason=reason), id="no-source")]
+    params = []
+    for tree in configured:
+        server = Path(tree) / "tensorrt_llm" / "serve" / "openai_server.py"
+        marks = () if server.is_file() else pytest.mark.skip(reason=f"{tree}: no {server.name}")
+        params.append(pytest.param(tree, marks=marks, id=Path(tree).name))
+    return params
+
+
+@pytest.fixture(scope="module", params=_trees())
+def tree(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def unpatched(tree):
+    from trtllm_stream_fix.testing.realstub.serve_matrix import running_server
+
+    with running_server(tree, plugin=False, stream_interval=20, draft_tokens=2) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def patched(tree):
+    from trtllm_stream_fix.testing.realstub.serve_matrix import running_server
+
+    with running_server(tree, plugin=True, stream_interval=20, draft_tokens=2) as url:
+        yield url
+
+
+def _run(url: str, seeds: list[int], store: bool = True) -> list[dict]:
+    import httpx
+
+    from trtllm_stream_fix.testing.realstub.serve_matrix import streamed
+
+    async def go() -> list[dict]:
+        async with httpx.AsyncClient(timeout=120) as http:
+            return [await streamed(http, url, seed, store) for seed in seeds]
+
+    return asyncio.run(go())
+
+
+def test_unpatched_upstream_streams_fail_and_are_not_stored(unpatched):
+    runs = _run(unpatched, SEEDS)
+    assert not all(r["strict"] for r in runs), [r["problem"] for r in runs]
+    assert not any(r["stored"] for r in runs)
+
+
+def test_plugin_streams_pass_the_strict_checker_and_sdk_and_are_stored(patched):
+    runs = _run(patched, SEEDS)
+    assert [r["problem"] for r in runs] == [""] * len(SEEDS)
+    assert all(r["strict"] and r["sdk"] and r["stored"] for r in runs)
+
+
+def test_non_streaming_with_the_plugin_is_a_valid_stored_response(patched):
+    import httpx
+
+    from trtllm_stream_fix.testing.realstub.serve_matrix import non_streamed
+
+    async def go() -> list[dict]:
+        async with httpx.AsyncClient(timeout=120) as http:
+            return [await non_streamed(http, patched, seed, True) for seed in SEEDS]
+
+    runs = asyncio.run(go())
+    assert all(r["sdk"] and r["stored"] for r in runs), [r["problem"] for r in runs]
+
+
+def test_two_turn_tool_conversation_needs_the_plugin(unpatched, patched):
+    from trtllm_stream_fix.testing.realstub.serve_matrix import two_turns
+
+    before = two_turns(unpatched)
+    assert before["turn1_call"] == "get_weather"
+    assert "NotFoundError" in before.get("turn2_error", ""), before  # turn 1 was not stored
+    after = two_turns(patched)
+    assert after["turn1_strict"] and after.get("turn2_strict"), after
+    assert after["turn2_status"] == "completed" and after["turn2_text"], after
+
+
+def test_chat_completions_through_the_real_harmony_path_with_the_plugin(patched):
+    import httpx
+
+    from trtllm_stream_fix.testing.realstub.serve_matrix import chat
+
+    async def go() -> list[dict]:
+        async with httpx.AsyncClient(timeout=120) as http:
+            return [await chat(http, patched, seed, s) for seed in SEEDS for s in (True, False)]
+
+    runs = asyncio.run(go())
+    assert all(r["strict"] and r["sdk"] for r in runs), [r["problem"] for r in runs]
+
+
+def _validate(url: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "trtllm_stream_fix.cli", "validate", "--url", url]
+    command += ["--model", "gpt-oss-20b", "--input", "hi, seed 8", "--json"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def test_validate_command_rejects_upstream_and_accepts_the_plugin(unpatched, patched):
+    before = _validate(unpatched)
+    assert before.returncode == 1, before.stdout + before.stderr
+    after = _validate(patched)
+    assert after.returncode == 0, after.stdout + after.stderr
+
+
+@pytest.mark.parametrize("plugin", [False, True], ids=["unpatched", "plugin"])
+def test_two_post_processing_workers(tree, plugin):
+    from trtllm_stream_fix.testing.realstub.serve_matrix import running_server
+
+    with running_server(tree, plugin=plugin, stream_interval=20, workers=2) as url:
+        runs = _run(url, SEEDS, store=False)
+    if plugin:
+        assert all(r["strict"] and r["sdk"] for r in runs), [r["problem"] for r in runs]
+    else:
+        assert not all(r["strict"] for r in runs)
+
+
+@pytest.mark.slow
+def test_matrix(tree):
+    """The note's table: every plugin row passes, unpatched streaming at 20 does not."""
+    from trtllm_stream_fix.testing.realstub.serve_matrix import table
+
+    result = table(tree, 6, draft_tokens=2)
+    rows = result["rows"]
+    for row in rows:
+        if row["plugin"]:
+            assert row["strict"] == row["sdk"] == row["identical"] == row["n"], row
+            assert row["stored"] in (None, row["n"]), row
+    unpatched = [r for r in rows if not r["plugin"] and r["mode"] == "streaming"]
+    assert any(r["strict"] < r["n"] for r in unpatched)
+
+
+def test_serve_needs_a_source_tree(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TRTLLM_SOURCE_DIR"}
+    command = [sys.executable, "-m", "trtllm_stream_fix.cli", "serve", "--engine"]
+    for extra in ([], ["--source", str(tmp_path)]):
+        result = subprocess.run(
+            [*command, "trtllm-source", *extra], capture_output=True, text=True, env=env
+        )
+        assert result.returncode == 2
+        assert "Traceback" not in result.stderr
+        assert "source" in result.stderr.splitlines()[-1]
