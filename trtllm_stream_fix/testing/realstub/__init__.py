@@ -4,9 +4,12 @@
 ``activate(source_dir)`` makes ``tensorrt_llm`` a package whose submodules come from this
 folder (our own minimal stubs, see each module's docstring), except the modules on the
 Harmony Responses streaming path, ``REAL_MODULES``, which are loaded from
-``<source_dir>/tensorrt_llm/serve/``. ``torch``, ``xgrammar`` and ``transformers`` are stubbed
-only when they are not installed. Meant for a fresh interpreter (the real-module test runs it
-in a subprocess), before anything imports ``tensorrt_llm``.
+``<source_dir>/tensorrt_llm/serve/``, and any other ``tensorrt_llm/serve/<name>.py`` the tree
+has (``openai_server``, ``chat_tokenization``, ...: real code wherever the tree provides it;
+``realstub.server`` serves upstream's own app this way). ``torch``, ``xgrammar``,
+``transformers`` and ``msgspec`` are stubbed only when they are not installed. Meant for a
+fresh interpreter (the real-module test runs it in a subprocess), before anything imports
+``tensorrt_llm``.
 
 The stubs follow what the real files import, for every upstream version: a ``tensorrt_llm``
 module with no stub here is created empty, and a name a stub module lacks resolves to an
@@ -105,7 +108,7 @@ class _StubLoader(importlib.abc.Loader):
 
 
 class _RealFinder(importlib.abc.MetaPathFinder):
-    """``REAL_MODULES`` from the source tree; every other ``tensorrt_llm`` module a stub."""
+    """Real serve modules from the source tree; every other ``tensorrt_llm`` module a stub."""
 
     def __init__(self, source_dir: Path) -> None:
         self.source_dir = source_dir
