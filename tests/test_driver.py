@@ -14,6 +14,7 @@ from trtllm_stream_fix.core.harmony_driver import (
     MessageClosed,
     MessageOpened,
     TruncatedHeaderError,
+    message_text,
 )
 from trtllm_stream_fix.core.harmony_tokens import STOP_TOKENS
 from trtllm_stream_fix.testing.synthetic import generate_outputs
@@ -183,8 +184,6 @@ def test_strict_is_passed_explicitly_where_the_parser_takes_it(encoding, monkeyp
 @pytest.mark.parametrize("size", [1, 3, 1000])
 def test_deltas_of_each_message_join_to_the_parser_text(encoding, size):
     """The fact contract: a message's ContentDelta facts join to exactly its parsed text."""
-    from trtllm_stream_fix.core.harmony_driver import message_text
-
     byte = {bytes(encoding._inner.decode_bytes([t])): t for t in range(256)}
     head = encoding.encode("<|channel|>final<|message|>ab", allowed_special="all")
     word = encoding.encode(" word", allowed_special="all")
@@ -212,3 +211,81 @@ def test_deltas_of_each_message_join_to_the_parser_text(encoding, size):
             else:
                 texts.append(current)
         assert texts == [message_text(m) for m in driver.messages], token_ids
+
+
+def _lone_byte_token(encoding, value):
+    return next(t for t in range(256) if bytes(encoding._inner.decode_bytes([t])) == value)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 1000])
+def test_text_after_invalid_utf8_is_kept_at_every_batch_size(encoding, tokens, size):
+    """openai-harmony 0.0.4's parser drops a message's text after invalid UTF-8: not ours."""
+    token_ids = [
+        *tokens("<|channel|>final<|message|>ab"),
+        _lone_byte_token(encoding, b"\x80"),
+        *tokens(" word<|end|><|start|>assistant<|channel|>final<|message|>next"),
+        _lone_byte_token(encoding, b"\xe2"),
+    ]
+    driver = HarmonyDriver(encoding)
+    facts: list = []
+    for batch in batches(token_ids, size):
+        driver.feed(batch, facts)
+    driver.finish(facts)
+    assert (
+        "".join(f.text for f in facts if isinstance(f, ContentDelta)) == "ab\ufffd wordnext\ufffd"
+    )
+    assert [message_text(m) for m in driver.messages] == ["ab\ufffd word", "next\ufffd"]
+
+
+def _decoding_driver(encoding):
+    """A driver that decodes content text itself, as on openai-harmony 0.0.4."""
+    from trtllm_stream_fix.core.harmony_utf8 import ContentDecoder, token_bytes
+
+    driver = HarmonyDriver(encoding)
+    driver._decoder = ContentDecoder(token_bytes(encoding))
+    return driver
+
+
+def test_without_the_parsers_text_the_driver_decodes_it_alike(encoding, tokens):
+    """The decoder used where openai-harmony loses text gives openai-harmony 0.0.8's facts."""
+    from trtllm_stream_fix.core.compat import harmony_keeps_text_after_invalid_utf8
+
+    if not harmony_keeps_text_after_invalid_utf8(encoding):
+        pytest.skip("this openai-harmony's parser drops text after invalid UTF-8")
+    head, word = tokens("<|channel|>final<|message|>ab"), tokens(" word")
+    broken = [
+        [*head, _lone_byte_token(encoding, bytes([b])), *word, *end]
+        for b in (0x80, 0xC3, 0xE2, 0xF0, 0xFF)
+        for end in ([], [200007], tokens("<|end|><|start|>assistant<|message|><|end|>"))
+    ]
+    cases = broken + [list(o.delivered) for o in generate_outputs(80, seed=11) if not o.malformed]
+    for token_ids in cases:
+        for size in (1, 3):
+            expected = _trace(HarmonyDriver(encoding), batches(token_ids, size))
+            assert _trace(_decoding_driver(encoding), batches(token_ids, size)) == expected
+
+
+def _trace(driver, responses):
+    """Facts and messages after each response, then the end of stream (or the error)."""
+    trace = []
+    try:
+        for batch in responses:
+            trace.append((driver.feed(batch), driver.messages))
+        trace.append((driver.finish(), driver.messages))
+    except HarmonyStreamError as exc:
+        trace.append((type(exc), str(exc), exc.token_index))
+    return trace
+
+
+@pytest.mark.parametrize("build", [HarmonyDriver, _decoding_driver])
+def test_per_token_deltas_after_invalid_utf8(encoding, tokens, build):
+    """The one-token path: an invalid sequence is U+FFFD, then what follows it waits a token."""
+    token_ids = [*tokens("<|channel|>final<|message|>ab"), _lone_byte_token(encoding, b"\xf0")]
+    token_ids += tokens(" word more")
+    driver = build(encoding)
+    driver.feed(token_ids[:3])
+    assert all(driver.is_content_token(t) for t in token_ids[3:])
+    deltas = [driver.content_delta(t) for t in token_ids[3:]]
+    assert deltas == ["ab", None, "\ufffd", " word more"]
+    assert isinstance(driver.finish()[-1], MessageClosed)
+    assert message_text(driver.messages[-1]) == "ab\ufffd word more"

@@ -4,8 +4,10 @@
 The supported ranges start at the floors in ``pyproject.toml``. Each shortcut is detected
 once, where it is first needed; when it is missing, the public API is used instead and one
 line is logged (this module's logger). Output is the same either way; only the cost
-differs. openai-harmony 0.0.4 to 0.0.8 differ only in ``StreamableParser``'s ``strict``
-argument (0.0.6+; 0.0.4 always parses strictly), which ``harmony_driver.new_parser`` detects.
+differs. openai-harmony 0.0.4 to 0.0.8 differ in ``StreamableParser``'s ``strict`` argument
+(0.0.6+; 0.0.4 always parses strictly), which ``harmony_driver.new_parser`` detects, and in
+text after invalid UTF-8 (``harmony_keeps_text_after_invalid_utf8``; ``harmony_driver`` then
+decodes content text itself).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@
 (stop tokens in content, ``<|message|>`` in a header, ``<|start|>`` between messages) are
 found in one scan (numpy for long batches), each run of content tokens is decoded with one
 join over a token → bytes table built once per encoding, and headers are parsed here.
-The content decoder reproduces openai_harmony's per-token UTF-8 rules (an incomplete
-sequence waits for the next token; one invalid sequence per token becomes U+FFFD).
+The content decoder reproduces openai_harmony's per-token UTF-8 rules (``harmony_utf8``: an
+incomplete sequence waits for the next token; one invalid sequence per token becomes U+FFFD).
 
 openai_harmony's ``StreamableParser`` stays the reference. Whatever this module does not
 handle itself (a token that is not ``<|start|>`` between messages, a header error or a
@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 from openai_harmony import Author, HarmonyEncoding, Message, Role, TextContent
 
-from .compat import harmony_keeps_text_after_invalid_utf8, log_fallback
 from .harmony_driver import (
     ContentDelta,
     Fact,
@@ -36,14 +35,13 @@ from .harmony_driver import (
     Phase,
 )
 from .harmony_tokens import MESSAGE, RETURN, START, STOP_TOKENS
+from .harmony_utf8 import decode_invalid, token_bytes
 
 # Tokens at or above this id are Harmony specials (``<|return|>`` is the lowest that the
 # scan must look at); below it every id is ordinary text.
 _FIRST_MARK = RETURN
 _NUMPY_FROM = 48  # batches at least this long are scanned with numpy
-_TABLES: dict[str, list[bytes]] = {}
 _HEADER_CACHE_SIZE = 4096
-_REPLACEMENT = "\ufffd"
 _CHANNEL_MARK = "<|channel|>"
 _CONSTRAIN_MARK = "<|constrain|>"
 _SIMPLE_HEADER = re.compile(r"[\x21-\x7e ]*")  # printable ASCII and spaces only
@@ -55,22 +53,6 @@ _INT = {int}
 
 class _Unhandled(Exception):
     """The fast path does not decide this sequence: the reference driver takes over."""
-
-
-def token_bytes(encoding: HarmonyEncoding) -> list[bytes]:
-    """Bytes of every token id of ``encoding`` (index = id), built once per encoding name."""
-    table = _TABLES.get(encoding.name)
-    if table is None:
-        decode = encoding._inner.decode_bytes if hasattr(encoding, "_inner") else None
-        decode = decode or encoding.decode_bytes
-        table = []
-        while True:
-            try:
-                table.append(bytes(decode([len(table)])))
-            except Exception:  # the first id outside the vocabulary ends it
-                break
-        _TABLES[encoding.name] = table
-    return table
 
 
 HeaderFields = tuple[Role, str | None, str | None, str | None, str | None]
@@ -144,25 +126,6 @@ def _marks(tokens: list[int]) -> list[int]:
     if max(tokens) < _FIRST_MARK and min(tokens) >= 0:
         return []
     return [i for i, t in enumerate(tokens) if t >= _FIRST_MARK or t < 0]
-
-
-def decode_invalid(data: bytes) -> tuple[str, bytes]:
-    """One content token's ``(delta, pending bytes)`` for invalid UTF-8 ``data``.
-
-    ``data`` is the bytes pending before the token, then its own. As openai_harmony's parser
-    decides: the valid prefix is the delta; then either the unfinished last character waits for the
-    next token, or the first invalid sequence becomes U+FFFD and what follows it waits.
-    """
-    try:
-        data.decode()
-    except UnicodeDecodeError as exc:
-        valid, end, reason = exc.start, exc.end, exc.reason
-    else:
-        return data.decode(), b""
-    delta = data[:valid].decode()
-    if reason == "unexpected end of data" and end == len(data):
-        return delta, data[valid:]
-    return delta + _REPLACEMENT, data[end:]
 
 
 def message_text(table: list[bytes], tokens: Sequence[int]) -> str:
@@ -453,12 +416,5 @@ def new_driver(encoding: HarmonyEncoding, parser: str = "reference") -> Any:
     if parser == "fast":
         return FastHarmonyDriver(encoding)
     if parser == "reference":
-        if harmony_keeps_text_after_invalid_utf8(encoding):
-            return HarmonyDriver(encoding)
-        log_fallback(
-            "harmony_utf8",
-            "this openai-harmony drops a message's text after invalid UTF-8; parsing with "
-            "the fast driver, which decodes as openai-harmony >= 0.0.8 does",
-        )
-        return FastHarmonyDriver(encoding)
+        return HarmonyDriver(encoding)
     raise ValueError(f"unknown parser {parser!r}; choose fast or reference")

@@ -26,6 +26,13 @@ stream ends inside a header.
 The token ids hard-coded in ``harmony_tokens`` are checked against the encoding when a
 driver is built (once per encoding object), and the parser is built with ``strict=True``
 explicitly where openai-harmony accepts the argument.
+
+openai-harmony 0.0.4 (TensorRT-LLM's pin) drops the rest of a message's text after an
+invalid UTF-8 sequence, so what it streams would depend on where engine responses split.
+There (``compat.harmony_keeps_text_after_invalid_utf8`` is False) the parser still decides
+every message's structure and every error, but content text is decoded from the token bytes
+by 0.0.8's rules (``harmony_utf8.ContentDecoder``), for the deltas and ``messages`` alike;
+one line is logged.
 """
 
 from __future__ import annotations
@@ -35,9 +42,18 @@ import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from openai_harmony import HarmonyEncoding, HarmonyError, Message, Role, StreamableParser
+from openai_harmony import (
+    HarmonyEncoding,
+    HarmonyError,
+    Message,
+    Role,
+    StreamableParser,
+    TextContent,
+)
 
+from .compat import harmony_keeps_text_after_invalid_utf8, log_fallback
 from .harmony_tokens import MESSAGE, STOP_TOKENS, vocab_size
+from .harmony_utf8 import ContentDecoder, token_bytes
 
 
 class Phase(enum.Enum):
@@ -130,6 +146,18 @@ def message_text(message: Message) -> str:
     return "".join(getattr(part, "text", "") for part in message.content)
 
 
+def content_decoder(encoding: HarmonyEncoding) -> ContentDecoder | None:
+    """A decoder for content text where this openai-harmony loses text, else None."""
+    if harmony_keeps_text_after_invalid_utf8(encoding):
+        return None
+    log_fallback(
+        "harmony_utf8",
+        "this openai-harmony drops a message's text after invalid UTF-8; the Harmony driver "
+        "decodes content text itself, as openai-harmony >= 0.0.8 does",
+    )
+    return ContentDecoder(token_bytes(encoding))
+
+
 def as_token_list(token_ids: Sequence[int]) -> Sequence[int]:
     """``token_ids`` as a list or tuple (numpy arrays and other int sequences converted)."""
     if type(token_ids) is list or type(token_ids) is tuple:
@@ -146,6 +174,9 @@ class HarmonyDriver:
     ) -> None:
         self._vocab = vocab_size(encoding)
         self._parser = new_parser(encoding, role, strict)
+        # Content text decoded here rather than read from the parser (openai-harmony 0.0.4).
+        self._decoder = content_decoder(encoding)
+        self._texts: list[str] = []  # with a decoder: each completed message's text
         # ``StreamableParser.process`` / ``last_content_delta`` only forward to ``_inner``
         # (openai-harmony 0.0.x); calling it directly saves two Python frames per token.
         inner = getattr(self._parser, "_inner", None)
@@ -171,7 +202,7 @@ class HarmonyDriver:
     def messages(self) -> list[Message]:
         """Completed messages, equal to ``parser.messages`` (re-read only after a stop token)."""
         if self._messages_stale:
-            self._messages = self._parser.messages
+            self._messages = self._read_messages()
             self._messages_stale = False
         return self._messages
 
@@ -191,7 +222,8 @@ class HarmonyDriver:
         inner = self._inner
         inner.process(token)
         self._tokens_fed += 1
-        delta = inner.last_content_delta
+        decoder = self._decoder
+        delta = inner.last_content_delta if decoder is None else decoder.push(token) or None
         if delta:
             self._streamed += len(delta)
         return delta
@@ -215,6 +247,7 @@ class HarmonyDriver:
         # Hot locals; the Rust parser behind the Python wrapper when it is reachable.
         inner = self._inner
         process, content, stops = inner.process, Phase.CONTENT, STOP_TOKENS
+        decoder = self._decoder
         token = None
         try:
             for token in token_ids:
@@ -228,14 +261,17 @@ class HarmonyDriver:
                             if settled:
                                 pending.append(settled)
                         else:
-                            self._messages_stale = True
+                            self._close_empty()
                         if pending:
                             out.append(ContentDelta("".join(pending)))
                             pending = []
                         phase = Phase.EXPECT_START
                         out.append(MessageClosed(token, fed, bool(settled)))
                     else:
-                        delta = inner.last_content_delta
+                        if decoder is None:
+                            delta = inner.last_content_delta
+                        else:
+                            delta = decoder.push(token)
                         if delta:
                             pending.append(delta)
                             streamed += len(delta)
@@ -297,7 +333,7 @@ class HarmonyDriver:
             if self._tokens_fed > self._opened_at:
                 settled = self._settled(self._streamed)
             else:
-                self._messages_stale = True  # an empty message closed: re-read on demand
+                self._close_empty()
             if settled and out and type(out[-1]) is ContentDelta:
                 out[-1] = ContentDelta(out[-1].text + settled)
             elif settled:
@@ -309,10 +345,34 @@ class HarmonyDriver:
 
     def _settled(self, streamed: int) -> str:
         """The closed message's text beyond the ``streamed`` characters sent as deltas."""
+        if self._decoder is not None:
+            settled, text = self._decoder.close()
+            self._texts.append(text)
+            self._messages = self._read_messages()
+            self._messages_stale = False
+            return settled
         self._messages = messages = self._parser.messages
         self._messages_stale = False
         text = message_text(messages[-1]) if messages else ""
         return text[streamed:] if len(text) > streamed else ""
+
+    def _close_empty(self) -> None:
+        """A message without content tokens closed: its text is read on demand."""
+        if self._decoder is not None:
+            self._texts.append("")
+        self._messages_stale = True
+
+    def _read_messages(self) -> list[Message]:
+        """The parser's completed messages, with the decoder's text where there is one."""
+        messages = self._parser.messages
+        if self._decoder is None:
+            return messages
+        texts = self._texts
+        for i, message in enumerate(messages[: len(texts)]):
+            if message_text(message) != texts[i]:
+                content = [TextContent(text=texts[i])]
+                messages[i] = message.model_copy(update={"content": content})
+        return messages
 
     def _first_undecodable(self, token_ids: Sequence[int]) -> int | None:
         if not token_ids:
