@@ -12,7 +12,8 @@ Contract: unpatched, upstream's streams fail the strict checker at ``stream_inte
 and a streamed turn is not stored (a following ``previous_response_id`` gets 404); with the
 plugin every stream passes the strict checker and the SDK, streamed turns are stored and the
 two-turn tool conversation completes, at 0 and 2 post-processing workers, and
-``trtllm-stream-fix validate`` accepts the plugin's stream and rejects upstream's.
+``trtllm-stream-fix validate`` accepts the plugin's stream and rejects upstream's; an engine
+failure after the last response adds nothing after the plugin's terminal event.
 """
 
 from __future__ import annotations
@@ -125,6 +126,35 @@ def test_chat_completions_through_the_real_harmony_path_with_the_plugin(patched)
 
     runs = asyncio.run(go())
     assert all(r["strict"] and r["sdk"] for r in runs), [r["problem"] for r in runs]
+
+
+TERMINAL = ("response.completed", "response.incomplete", "response.failed")
+
+
+@pytest.mark.parametrize(
+    ("scenario", "terminal"),
+    [
+        ("length_cut", "response.incomplete"),
+        ("malformed_missing_start", "response.failed"),
+        ("short_answer", "response.completed"),
+    ],
+)
+def test_nothing_follows_the_terminal_event_when_the_engine_fails_after_it(
+    patched, scenario, terminal
+):
+    """The engine raises once its last response is out; the server's guard (upstream's wiring
+    of ``guard_responses_stream``, bound by name in ``openai_server``) must add nothing."""
+    import httpx
+
+    from trtllm_stream_fix.testing.realstub.serve_matrix import after_terminal
+
+    async def go() -> list:
+        async with httpx.AsyncClient(timeout=120) as http:
+            return await after_terminal(http, patched, scenario)
+
+    types = asyncio.run(go())
+    assert types[-1] == terminal, types
+    assert sum(t in TERMINAL for t in types) == 1, types
 
 
 def _validate(url: str) -> subprocess.CompletedProcess:

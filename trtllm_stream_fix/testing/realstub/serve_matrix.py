@@ -173,6 +173,13 @@ async def streamed(http: Any, url: str, seed: int, store: bool) -> dict[str, Any
     }
 
 
+async def after_terminal(http: Any, url: str, scenario: str) -> list[str | None]:
+    """Event types of a stream whose engine raises right after its last response (a named
+    ``scenario``): nothing may follow the terminal event."""
+    body = {"model": MODEL, "input": f"scenario {scenario}, fault after-end", "stream": True}
+    return [event.get("type") for event in await stream_response(http, url, body)]
+
+
 async def non_streamed(http: Any, url: str, seed: int, store: bool) -> dict[str, Any]:
     from openai.types.responses import Response
 

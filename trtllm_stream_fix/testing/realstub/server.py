@@ -15,7 +15,8 @@ accepted draft tokens. What it generates comes from the prompt (Harmony tokens, 
 a tool output (``<|start|>functions.NAME``) after the last user turn gets a final answer;
 declared function tools get a ``get_weather`` call; ``scenario NAME`` in the user text a
 named fixture; ``seed N`` the synthetic generation of that seed; anything else the
-generation of a hash of the prompt.
+generation of a hash of the prompt. ``fault after-end`` makes the engine raise once its last
+response is out (an exception after the stream's terminal event).
 
 With ``--workers N`` (N >= 1) the server runs with ``num_postprocess_workers = N``: each
 request's post-processing runs in one of N spawned processes, as upstream's PostprocWorkers
@@ -51,6 +52,8 @@ MODEL = "gpt-oss-20b"
 TOOL_OUTPUT = re.compile(r"<\|start\|>functions\.")
 SCENARIO = re.compile(r"\bscenario[ :=]+([a-z_]+)")
 SEED = re.compile(r"\bseed[ :=]+(\d+)")
+#: In the user text: the engine fails right after delivering its last response.
+FAULT_AFTER_END = "fault after-end"
 
 
 @dataclass(frozen=True)
@@ -160,9 +163,12 @@ class FakeGeneration(Record):
     """The promise ``generate_async`` returns: async-iterable (one engine response per step),
     awaitable (``aresult``), abortable."""
 
-    def __init__(self, record: Record, steps: list[Any], post: Any) -> None:
+    def __init__(
+        self, record: Record, steps: list[Any], post: Any, fail_after_end: bool = False
+    ) -> None:
         self.__dict__.update(record.__dict__)
         self._steps = list(steps)
+        self._fail_after_end = fail_after_end
         self._post = post  # (pool, request id) with workers, else None
         self._opening: Any = None  # telling the worker about the request, with workers
         self._aborted = False
@@ -185,6 +191,9 @@ class FakeGeneration(Record):
         return self
 
     async def __anext__(self) -> FakeGeneration:
+        if not self._steps and self._fail_after_end:
+            self._fail_after_end = False
+            raise RuntimeError("engine failed after its last response (fault after-end)")
         if not self._steps or self._aborted:
             raise StopAsyncIteration
         await self._step()
@@ -346,6 +355,8 @@ class FakeLLM:
 
         prompt = list(inputs["prompt_token_ids"] if isinstance(inputs, dict) else inputs)
         output = choose_output(prompt)
+        last_user = _encoding().decode(prompt).rsplit("<|start|>user", 1)[-1]
+        fail = streaming and FAULT_AFTER_END in last_user
         if streaming:
             sizes = batch_sizes(len(output.generated), self.settings, output.seed)
             steps = engine_responses(output, sizes)
@@ -359,12 +370,12 @@ class FakeLLM:
             # As the executor does before handing the request to a worker.
             _postproc_params.postproc_args.num_prompt_tokens = len(prompt)
             post = (self.pool, rid)
-            generation = FakeGeneration(record, steps, post)
+            generation = FakeGeneration(record, steps, post, fail)
             generation._opening = asyncio.ensure_future(
                 self.pool.open(rid, _postproc_params, prompt)
             )
             return generation
-        return FakeGeneration(record, steps, post)
+        return FakeGeneration(record, steps, post, fail)
 
     def _check_health(self) -> bool:
         return True
