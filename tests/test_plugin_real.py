@@ -132,6 +132,9 @@ def test_with_the_plugin_every_stream_is_correct_and_batch_independent(real):
     assert fixed["strict"] == fixed["streams"], fixed["examples"]
     assert fixed["sdk"] == fixed["streams"], fixed["examples"]
     assert fixed["raised"] == 0, fixed["examples"]
+    # every event carries every key of OpenAI's recorded schema (upstream's do not)
+    assert fixed["schema"] == fixed["streams"], fixed["examples"]
+    assert real["upstream"]["schema"] < real["upstream"]["streams"]
 
 
 def test_with_the_plugin_every_non_streaming_body_is_a_complete_response(real):

@@ -120,10 +120,16 @@ def run_all(outputs: list[Any]) -> dict[str, Any]:
     """Per output: k=1, k=20 inline and k=20 pickled; counts of the contract's checks.
 
     ``identical`` counts the k=20 streams (inline and pickled) whose client-visible events
-    equal those of the k=1 stream; ``strict``/``sdk``/``raised`` count all streams.
+    equal those of the k=1 stream; ``strict``/``sdk``/``raised`` count all streams;
+    ``schema`` the streams whose every event carries every key of OpenAI's recorded schema
+    (``event_types``: events seen per type, ``schema_problems``: missing keys in all).
     """
+    from trtllm_stream_fix.testing import openai_schema
+
     stats = {"streams": 0, "compared": 0, "identical": 0, "strict": 0, "sdk": 0, "raised": 0}
+    stats |= {"schema": 0, "schema_problems": 0}
     stats["examples"] = []
+    seen: dict[str, int] = {}
     for output in outputs:
         runs = [stream(output, k, workers=False) for k in SPLITS]
         runs.append(stream(output, SPLITS[-1], workers=True))
@@ -135,6 +141,12 @@ def run_all(outputs: list[Any]) -> dict[str, Any]:
                 stats["compared"] += 1
                 stats["identical"] += same
             strict, sdk, problem = verdicts(events)
+            missing = [p for event in events for p in openai_schema.missing_keys(event)]
+            for event in events:
+                seen[event.get("type", "")] = seen.get(event.get("type", ""), 0) + 1
+            stats["schema"] += not missing
+            stats["schema_problems"] += len(missing)
+            problem = problem or (f"schema: {missing[0]}" if missing else "")
             stats["strict"] += strict
             stats["sdk"] += sdk
             stats["raised"] += bool(error)
@@ -142,6 +154,7 @@ def run_all(outputs: list[Any]) -> dict[str, Any]:
                 stats["examples"].append(
                     f"{output.name} seed={output.seed} {label}: {error or problem or 'differs'}"
                 )
+    stats["event_types"] = dict(sorted(seen.items()))
     return stats
 
 
