@@ -163,6 +163,37 @@ def test_validate_transport_error_has_no_stream_verdicts(protocol, capsys):
     assert "violation" not in out
 
 
+def _triton_app():
+    """A Triton ``generate_stream`` endpoint streaming one request: "Hel", "lo", "!" (final)."""
+    from fastapi import FastAPI
+    from fastapi.responses import StreamingResponse
+
+    app = FastAPI()
+
+    @app.post("/v2/models/{model}/generate_stream")
+    async def generate(model: str):
+        pieces = [("Hel", False), ("lo", False), ("!", True)]
+
+        async def frames():
+            for text, final in pieces:
+                frame = {"id": "validate-1", "model_name": model, "text_output": text}
+                frame |= {"triton_final_response": True} if final else {}
+                yield f"data: {json.dumps(frame)}\n\n"
+
+        return StreamingResponse(frames(), media_type="text/event-stream")
+
+    return app
+
+
+def test_validate_triton_names_each_request_not_an_empty_tag(capsys):
+    with serve_in_thread(_triton_app()) as url:
+        code = cli.main(["validate", "--url", url, "--protocol", "triton", "--model", "m"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "[]" not in out  # each assembled request is named by its id and state
+    assert "[request validate-1: final_received] 'Hello!'" in out
+
+
 def test_a_bad_flag_shows_the_subcommand_usage(capsys):
     with pytest.raises(SystemExit) as exit_:
         cli.main(["validate", "--url", "http://127.0.0.1:1", "--bogus"])

@@ -297,3 +297,42 @@ def test_reasoning_part_done_is_built_from_the_done_event_part_class(encoding, t
     done = [e for e in events if e.type == "response.content_part.done"]
     assert len(done) == 1 and type(done[0].part) is PartReasoningText
     type(done[0]).model_validate(done[0].__dict__)
+
+
+def test_pydantic_dumps_per_stream_do_not_grow_with_its_tokens(encoding, tokens, monkeypatch):
+    """A prepared envelope and orjson framing: no pydantic dump per token or delta event."""
+    from pydantic import BaseModel
+
+    from trtllm_stream_fix.defaults import edge_defaults
+
+    calls: list[str] = []
+    for name in ("model_dump", "model_dump_json"):
+        real = getattr(BaseModel, name)
+
+        def counted(self, *args, _real=real, **kwargs):
+            calls.append(type(self).__name__)
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(BaseModel, name, counted)
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+
+    def dumps(words: int) -> tuple[int, int]:
+        calls.clear()
+        text = " ".join(["word"] * words)
+        ids = tokens(
+            f"<|channel|>analysis<|message|>{text}<|end|><|start|>assistant<|channel|>final"
+            f"<|message|>{text}<|return|>"
+        )[:-1]
+        context = ResponseContext.new(tools=[tool], instructions="Be brief.")
+        machine = ResponsesEventMachine(context, **edge_defaults())
+        frames = [format_sse(e) for e in machine.start()]
+        for token in ids:
+            frames += [format_sse(e) for e in machine.feed([token])]
+        frames += [format_sse(e) for e in machine.feed([], finished=True, finish_reason="stop")]
+        assert frames[-1].startswith("event: response.completed")
+        return len(calls), len(frames)
+
+    dumps(5)  # first use in the process fills per-class caches
+    short, long = dumps(20), dumps(400)
+    assert long[1] > short[1] + 700  # many more delta events ...
+    assert long[0] == short[0]  # ... and not one more pydantic dump
