@@ -7,6 +7,7 @@ import pytest
 
 from trtllm_stream_fix.core import fastmodel
 from trtllm_stream_fix.encoding import load_gpt_oss_encoding
+from trtllm_stream_fix.testing import chat_baseline  # noqa: F401 - the "upstream" chat impl
 
 
 def pytest_configure(config):

@@ -141,6 +141,81 @@ def _removed(old: str, new: str) -> list[str]:
     ]
 
 
+HANDLERS = """\
+import time
+
+from tensorrt_llm.serve.responses_utils import ResponsesStreamingProcessor
+
+from .harmony_adapter import (handle_non_streaming_response,
+                              handle_streaming_response)
+from .openai_protocol import ChatCompletionResponse, to_disaggregated_params
+
+
+def get_usage_tokens_from_ctx(ctx_usage):
+    return None, None
+
+
+def _ctx_usage_for_postproc(args, outputs):
+    return None
+
+
+def _ensure_stream_metadata(args, rsp, prefix):
+    return "id", 0
+
+
+def chat_harmony_post_processor(rsp, args) -> ChatCompletionResponse:
+    response = handle_non_streaming_response(
+        tools=args.tools,
+        outputs=rsp.outputs,
+    )
+    return response
+
+
+def chat_harmony_streaming_post_processor(res, pargs):
+    # a comment about the old body
+    prompt_tokens = pargs.num_prompt_tokens
+    response = handle_streaming_response(result=res, num_prompt_tokens=prompt_tokens)
+    return response
+"""
+
+
+def test_chat_post_processors_are_edited_by_name_onto_the_chat_machine():
+    edited = edits.edit_postprocess_handlers(HANDLERS)
+    assert edits.CHAT_IMPORT_LINE in edited
+    assert "harmony_adapter" not in edited and "handle_streaming_response" not in edited
+    stream = ast.unparse(_definition(edited, "chat_harmony_streaming_post_processor"))
+    assert "return harmony_chat.stream_chunks(res, pargs, ctx_prompt_tokens)" in stream
+    assert "_ensure_stream_metadata(pargs, res, 'chatcmpl')" in stream
+    assert "old body" not in edited
+    answer = ast.unparse(_definition(edited, "chat_harmony_post_processor"))
+    assert (
+        "response = harmony_chat.chat_completion(rsp, args, ChatCompletionResponse, "
+        "to_disaggregated_params)" in answer
+    )
+    assert edited.index(edits.CHAT_IMPORT_LINE) < edited.index("from tensorrt_llm.serve.resp")
+    with pytest.raises(edits.EditError, match="edited twice"):
+        edits.edit_postprocess_handlers(edited)
+
+
+def test_chat_edit_without_the_servers_helpers_returns_the_chunks_only():
+    text = HANDLERS.replace("_ensure_stream_metadata", "_stream_meta").replace(
+        "_ctx_usage_for_postproc", "_ctx"
+    )
+    stream = ast.unparse(
+        _definition(edits.edit_postprocess_handlers(text), "chat_harmony_streaming_post_processor")
+    )
+    assert stream.endswith("return harmony_chat.stream_chunks(res, pargs)")
+
+
+def test_chat_post_processors_of_another_shape_leave_a_note(tree):
+    change = build(tree, year=2026, tools=NO_FORMAT)  # the stand-in's raise NotImplementedError
+    assert layout.POSTPROCESS_HANDLERS not in change.modified
+    assert any("chat post-processors not edited" in note for note in change.notes)
+    assert any(
+        note.endswith("postprocess_handlers.chat_harmony_post_processor") for note in change.notes
+    )
+
+
 def test_a_missing_target_is_a_clear_error():
     text = (STANDIN_SERVE / "responses_utils.py").read_text()
     text = text.replace("def get_initial_responses(self)", "def initial_frames(self)")
@@ -190,7 +265,7 @@ def test_new_files_are_upstream_shaped_and_name_nothing_of_ours(tree):
             if isinstance(node, ast.ImportFrom) and path.startswith("tensorrt_llm/"):
                 assert node.level == 0, f"{path}: relative import"
     tests = [p for p in change.tests if Path(p).name.startswith("test_")]
-    assert len(tests) == 4
+    assert len(tests) == 6
     for path in tests:
         assert "pytestmark = pytest.mark.cpu_only" in change.new_files[path], path
 

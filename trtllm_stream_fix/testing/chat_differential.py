@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Batch-size differential for Chat Completions, for ours and the upstream-equivalent baseline.
+"""Batch-size differential for Chat Completions, for ours and registered others.
 
 Each output is streamed with the same splits as the Responses differential (1, 2, 3, 7, 20,
 random tokens per response, and numpy batches). Every stream is judged on the same five
@@ -33,12 +33,13 @@ from ..core.chat_machine import (
 )
 from ..defaults import default_encoding
 from .chat_oracle import SDKRejected, SDKResult, sdk_accumulate_chat
-from .differential import COUNTS, NUMPY_SPLIT, splits_for
-from .parser_differential import copy_split, first_difference
 from .report import shorten
+from .splits import COUNTS, NUMPY_SPLIT, copy_split, first_difference, splits_for
 from .synthetic import SyntheticOutput, engine_responses
 
-CHAT_IMPLS = ("ours", "upstream")
+#: The chat implementations by name: stream factory ``(encoding) -> start/feed`` and the
+#: non-streaming body ``(output, encoding) -> dict``. ``chat_baseline`` adds ``"upstream"``.
+CHAT_IMPLS: dict[str, tuple[Callable[[Any], Any], Callable[[Any, Any], dict[str, Any]]]] = {}
 CHAT_COUNTS = COUNTS
 _MODEL = "gpt-oss-20b"
 
@@ -61,12 +62,8 @@ def chat_stream(
     encoding = encoding or default_encoding()
     if impl == "ours":
         stream: Any = ChatChunkMachine(_context(), options=options, encoding=encoding)
-    elif impl == "upstream":
-        from .chat_baseline import UpstreamChatBaseline
-
-        stream = UpstreamChatBaseline(model=_MODEL, created=0, encoding=encoding)
     else:
-        raise ValueError(f"unknown implementation {impl!r}; choose from {CHAT_IMPLS}")
+        stream = _registered(impl)[0](encoding)
     frames = list(stream.start())
     as_array = split == NUMPY_SPLIT
     if as_array:
@@ -96,12 +93,8 @@ def chat_nonstreaming(
 ) -> dict[str, Any]:
     """The non-streaming body for ``output``: a ``chat.completion`` or ``{"error": ...}``."""
     encoding = encoding or default_encoding()
-    if impl == "upstream":
-        from .chat_baseline import upstream_chat_completion
-
-        return upstream_chat_completion(
-            output.delivered, output.finish_reason, model=_MODEL, created=0, encoding=encoding
-        )
+    if impl != "ours":
+        return _registered(impl)[1](output, encoding)
     try:
         completion = build_chat_completion(
             _context(), output.delivered, output.finish_reason, options=options, encoding=encoding
@@ -109,6 +102,22 @@ def chat_nonstreaming(
     except ChatGenerationError as exc:
         return cc.to_dict(exc.error)
     return cc.to_dict(completion)
+
+
+def register_chat_impl(
+    name: str,
+    stream: Callable[[Any], Any],
+    body: Callable[[Any, Any], dict[str, Any]],
+) -> None:
+    """Add a chat implementation to compare with ours (``stream(encoding)``, ``body(output,
+    encoding)``)."""
+    CHAT_IMPLS[name] = (stream, body)
+
+
+def _registered(impl: str) -> tuple[Callable[[Any], Any], Callable[[Any, Any], dict[str, Any]]]:
+    if impl not in CHAT_IMPLS:
+        raise ValueError(f"unknown implementation {impl!r}; choose from ours, {list(CHAT_IMPLS)}")
+    return CHAT_IMPLS[impl]
 
 
 def chat_visible(payloads: Iterable[Any]) -> list[tuple[Any, ...]]:
@@ -360,12 +369,14 @@ def judge_chat_output(
 
 def run_chat_check(
     outputs: Iterable[SyntheticOutput],
-    impls: Sequence[str] = CHAT_IMPLS,
+    impls: Sequence[str] | None = None,
     progress: Callable[[], None] | None = None,
     *,
     encoding: Any = None,
 ) -> tuple[int, int, dict[str, ChatTally]]:
-    """``(outputs, streams, tallies)`` over ``outputs`` for each implementation."""
+    """``(outputs, streams, tallies)`` over ``outputs`` for each implementation (default: ours
+    and every registered one)."""
+    impls = ("ours", *CHAT_IMPLS) if impls is None else impls
     tallies = {impl: ChatTally() for impl in impls}
     count = streams = 0
     for output in outputs:
@@ -388,5 +399,6 @@ __all__ = [
     "check_chat_payloads",
     "judge_chat_output",
     "parser_difference",
+    "register_chat_impl",
     "run_chat_check",
 ]

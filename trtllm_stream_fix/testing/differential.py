@@ -29,19 +29,11 @@ from .hostile import mixed_outputs
 from .parser_differential import copy_split, driver_difference, stream_difference
 from .report import shorten
 from .sdk_oracle import sdk_accumulate
+from .splits import COUNTS, FIXED_SPLITS, NUMPY_SPLIT, splits_for  # noqa: F401 - re-exported
 from .synthetic import SyntheticOutput, engine_responses
 from .visible import client_visible, comparable_response
 
 IMPLS = ("ours", "upstream")
-FIXED_SPLITS: tuple[int, ...] = (1, 2, 3, 7, 20)
-NUMPY_SPLIT = "numpy"  # 5 tokens per response, each batch a numpy int64 array
-COUNTS = (
-    "identical",
-    "sdk_accepted",
-    "strict_passed",
-    "final_matches_stream",
-    "nonstreaming_matches",
-)
 
 
 def make_stream(impl: str, context: ResponseContext, config: StreamConfig, encoding: Any):
@@ -206,11 +198,6 @@ class Tally:
         return counts
 
 
-def splits_for(output: SyntheticOutput) -> list[int | random.Random | str]:
-    """1 (the reference), 2, 3, 7, 20, random 1-25, and 5 as numpy arrays per response."""
-    return [*FIXED_SPLITS, random.Random(output.seed * 7919 + 1), NUMPY_SPLIT]
-
-
 def judge_output(
     output: SyntheticOutput,
     impl: str,
@@ -317,6 +304,7 @@ def check_main(argv: Sequence[str] | None = None) -> int:
     from rich.progress import Progress
 
     console = Console(stderr=True)
+    from . import chat_baseline  # noqa: F401 - registers the "upstream" chat implementation
     from .chat_differential import run_chat_check
 
     outputs = list(mixed_outputs(args.outputs, args.seed))

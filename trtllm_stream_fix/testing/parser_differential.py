@@ -21,12 +21,12 @@ import numpy as np
 from ..core.config import DEFAULT_CONFIG, StreamConfig
 from ..core.fast_harmony import FastHarmonyDriver
 from ..core.harmony_driver import HarmonyDriver, HarmonyStreamError
+from .splits import NUMPY_SPLIT, copy_split, first_difference
 from .synthetic import SyntheticOutput, engine_responses
 from .visible import client_visible
 
 #: Fixed splits; 10**6 puts the whole generation in one response (the non-streaming path).
 SPLITS: tuple[int | str, ...] = (1, 2, 3, 7, 20, 64, 10**6, "numpy")
-NUMPY_SPLIT = "numpy"  # 5 tokens per response, each batch a numpy int64 array
 
 
 def _error(exc: HarmonyStreamError) -> tuple[Any, ...]:
@@ -62,25 +62,6 @@ def driver_trace(driver: Any, responses: Iterable[Any]) -> list[tuple[Any, ...]]
             messages = [m.to_dict() for m in driver.messages]
             trace.append(("finish", facts, driver.tokens_fed, messages))
     return trace
-
-
-def first_difference(a: Sequence[Any], b: Sequence[Any]) -> str | None:
-    """Where two traces or event lists part, or None when they are equal."""
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            return f"at {i}: reference {x!r:.300} / fast {y!r:.300}"
-    if len(a) != len(b):
-        return f"lengths differ: reference {len(a)}, fast {len(b)}"
-    return None
-
-
-def copy_split(split: Any) -> Any:
-    """``split`` itself, or a copy of a ``random.Random`` (so each stream draws the same)."""
-    if isinstance(split, random.Random):
-        copy = random.Random()
-        copy.setstate(split.getstate())
-        return copy
-    return split
 
 
 def driver_difference(

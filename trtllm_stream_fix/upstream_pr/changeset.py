@@ -151,8 +151,13 @@ def _new_files(year: int) -> dict[str, str]:
     return files
 
 
-def _uncarried() -> list[str]:
-    return [e.target for e in LEDGER if e.target not in edits.CARRIED]
+def _uncarried(change: ChangeSet) -> list[str]:
+    chat = layout.POSTPROCESS_HANDLERS in change.modified
+    return [
+        e.target
+        for e in LEDGER
+        if e.target not in edits.CARRIED or (not chat and e.target in edits.CHAT_CARRIED)
+    ]
 
 
 def build(source: Path, *, year: int, tools: lint.Tools | None = None) -> ChangeSet:
@@ -162,6 +167,16 @@ def build(source: Path, *, year: int, tools: lint.Tools | None = None) -> Change
     original = utils_path.read_text(encoding="utf-8")
     change = ChangeSet(root, detect(original))
     change.modified[layout.RESPONSES_UTILS] = (original, edits.edit_responses_utils(original))
+    handlers = root / layout.POSTPROCESS_HANDLERS
+    if handlers.is_file():
+        text = handlers.read_text(encoding="utf-8")
+        try:
+            change.modified[layout.POSTPROCESS_HANDLERS] = (
+                text,
+                edits.edit_postprocess_handlers(text),
+            )
+        except edits.EditError as exc:  # the Responses change stands without it
+            change.notes.append(f"Harmony chat post-processors not edited: {exc}")
     l0 = root / layout.L0_CPU
     if l0.is_file():
         text = l0.read_text(encoding="utf-8")
@@ -177,7 +192,7 @@ def build(source: Path, *, year: int, tools: lint.Tools | None = None) -> Change
     clash = sorted(p for p in change.new_files if (root / p).exists())
     if clash:
         raise SourceTreeError(f"the tree already has {', '.join(clash)}")
-    for target in _uncarried():
+    for target in _uncarried(change):
         change.notes.append(f"plugin patch not carried into the change set: {target}")
     tools = tools or lint.find_tools()
     with tempfile.TemporaryDirectory(prefix="upstream-pr-") as tmp:

@@ -114,6 +114,24 @@ def harness_result(after: dict[str, Any]) -> CheckResult:
     return CheckResult("real-module harness (patched files, no plugin)", ok, detail)
 
 
+def chat_harness_result(after: dict[str, Any]) -> CheckResult:
+    """The patched chat post-processors pass every chat check (the same harness run)."""
+    name = "real-module chat harness (patched files, no plugin)"
+    chat = after.get("chat") or {"error": after.get("error", "no chat run")}
+    if "error" in chat:
+        return CheckResult(name, False, chat["error"])
+    n = chat["streams"]
+    counts = [chat[k] for k in ("identical", "strict", "sdk", "nonstreaming")]
+    ok = n > 0 and all(c == n for c in counts) and chat["raised"] == 0
+    detail = (
+        f"{chat['identical']}/{n} identical, {chat['strict']}/{n} strict, {chat['sdk']}/{n} SDK, "
+        f"{chat['nonstreaming']}/{n} non-streaming = stream, {chat['raised']} raised"
+    )
+    if not ok and chat.get("examples"):
+        detail += "; e.g. " + chat["examples"][0]
+    return CheckResult(name, ok, detail)
+
+
 def run_lint(change: ChangeSet, copy: Path, tools: lint.Tools) -> list[CheckResult]:
     """Upstream's pinned linters on the new files and the edited lines."""
     if not tools.pinned:

@@ -23,6 +23,7 @@ _UPSTREAM_MODULES = {
     "trtllm_stream_fix.defaults": f"{PACKAGE}.defaults",
     "trtllm_stream_fix.upstream_pr.templates.encoding": f"{PACKAGE}.encoding",
     "trtllm_stream_fix.serving.processor": f"{PACKAGE}.processor",
+    "trtllm_stream_fix.serving.chat_processor": f"{PACKAGE}.chat_processor",
 }
 _SUPPORT_MODULES = {
     "_streams": "streams",
@@ -35,6 +36,13 @@ _SUPPORT_MODULES = {
     "trtllm_stream_fix.testing.visible": "visible",
     "trtllm_stream_fix.testing.streams": "streams",
     "trtllm_stream_fix.testing.engine_results": "engine_results",
+    "trtllm_stream_fix.testing.chat_differential": "chat_differential",
+    "trtllm_stream_fix.testing.chat_oracle": "chat_oracle",
+    "trtllm_stream_fix.checker.chat": "chat_checker",
+    "trtllm_stream_fix.testing.splits": "splits",
+    "trtllm_stream_fix.testing.report": "report",
+    "trtllm_stream_fix.testing.hostile": "hostile",
+    "trtllm_stream_fix.testing.token_soup": "token_soup",
 }
 _LICENSE_LINE = "# SPDX-License-Identifier: Apache-2.0\n"
 # Our switches' environment variables take upstream's TRTLLM_ prefix.
@@ -194,6 +202,23 @@ def drop_baseline_arm(text: str) -> str:
     return text
 
 
+def drop_slow_tests(text: str) -> str:
+    """A test module without its ``@pytest.mark.slow`` tests (our long tier, not upstream's CPU
+    stage)."""
+    tree = ast.parse(text)
+    lines = text.splitlines(keepends=True)
+    for node in reversed(tree.body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            ast.unparse(d) == "pytest.mark.slow" for d in node.decorator_list
+        ):
+            start = min(d.lineno for d in node.decorator_list) - 1
+            end = node.end_lineno
+            while end < len(lines) and not lines[end].strip():
+                end += 1  # the blank lines after it
+            lines[start:end] = []
+    return "".join(lines)
+
+
 def with_header(text: str, year: int) -> str:
     """``text`` with our license line replaced by NVIDIA's header."""
     if text.startswith(_LICENSE_LINE):
@@ -244,7 +269,7 @@ def convert(placement: Placement, year: int) -> str:
     text = strip_repo_references(text)
     text = raw_docstrings(text)
     if placement.dest.startswith("tests/"):
-        text = drop_baseline_arm(text)
+        text = drop_slow_tests(drop_baseline_arm(text))
     if placement.docstring:
         text = replace_docstring(text, placement.docstring)
     text = with_header(text, year)

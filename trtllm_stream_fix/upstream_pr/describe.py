@@ -16,7 +16,7 @@ from typing import Any
 
 from .changeset import ChangeSet
 from .convert import UPSTREAM_ENV_PREFIX
-from .layout import L0_ENTRY, PACKAGE, REPO, TITLE_PATTERN
+from .layout import L0_ENTRY, PACKAGE, POSTPROCESS_HANDLERS, REPO, TITLE_PATTERN
 
 SUMMARY = "Stream Harmony Responses events token by token at any stream_interval"
 TEMPLATE = ".github/pull_request_template.md"
@@ -58,6 +58,29 @@ def results_table(before: dict[str, Any] | None, after: dict[str, Any] | None) -
     )
 
 
+def chat_table(before: dict[str, Any] | None, after: dict[str, Any] | None) -> str:
+    """The chat harness counts before and after the change, as a markdown table."""
+    runs = [(label, run) for label, run in (("before (this tree)", before), ("after", after))]
+    if any(not run or "error" in run for _, run in runs):
+        errors = [f"{label}: {run.get('error') if run else 'not run'}" for label, run in runs]
+        return "(chat not measured: " + "; ".join(errors) + ")"
+    lines = [
+        "| | streams identical to 1 token per response | strict chat checker passes "
+        "| OpenAI SDK accepts | non-streaming = stream joined | stream ended by an exception |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, run in runs:
+        n = run["streams"]
+        lines.append(
+            f"| {label} | {run['identical']} / {n} | {run['strict']} / {n} | {run['sdk']} / {n} "
+            f"| {run['nonstreaming']} / {n} | {run.get('raised', 0)} |"
+        )
+    raised = [e for e in before.get("examples", []) if " raised " in e]  # type: ignore[union-attr]
+    if raised:
+        lines += ["", f"Before, the first exception: `{raised[0]}`."]
+    return "\n".join(lines)
+
+
 def benchmark_rows(path: Path = BENCHMARKS) -> str:
     """µs per output token of the real processor, unpatched and with this code, and the floor."""
     if not path.is_file():
@@ -92,7 +115,10 @@ def benchmark_rows(path: Path = BENCHMARKS) -> str:
 
 
 def _description(
-    change: ChangeSet, before: dict[str, Any] | None, after: dict[str, Any] | None
+    change: ChangeSet,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    chat: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None),
 ) -> str:
     stats = change.stats()
     new_modules = sorted(p for p in change.new_files if p.startswith("tensorrt_llm/"))
@@ -114,6 +140,7 @@ def _description(
         "1 and 20 tokens per engine response, inline and pickled to a post-processing worker:",
         "",
         results_table(before, after),
+        *_chat_problem(change, chat),
         "",
         "**Change.**",
         f"- New package `{PACKAGE}` (Group A: ruff-formatted, no TensorRT-LLM imports except in "
@@ -146,15 +173,50 @@ def _description(
     return "\n".join(lines)
 
 
+def _chat_edited(change: ChangeSet) -> bool:
+    return POSTPROCESS_HANDLERS in change.modified
+
+
+def _chat_problem(
+    change: ChangeSet, chat: tuple[dict[str, Any] | None, dict[str, Any] | None]
+) -> list[str]:
+    if not _chat_edited(change):
+        return []
+    before, after = chat
+    return [
+        "",
+        "The Harmony chat post-processors (`chat_harmony_streaming_post_processor` through "
+        "`harmony_adapter.handle_streaming_response`) parse each engine response the same way, "
+        "so `/v1/chat/completions` streams depend on `stream_interval` too. Measured with the "
+        "real `postprocess_handlers.py` and `harmony_adapter.py` of this tree, for "
+        f"{(after or {}).get('streams', 0) // 4 or 'the'} synthetic outputs at 1 and 20 tokens "
+        "per engine response, inline and with the post-processor arguments pickled:",
+        "",
+        chat_table(before, after),
+    ]
+
+
 def _chat_bullet(change: ChangeSet) -> list[str]:
     chat = sorted(
         Path(p).name
         for p in change.new_files
         if p.startswith("tensorrt_llm/") and Path(p).name.startswith("chat_")
     )
-    if not chat or any(p.endswith("postprocess_handlers.py") for p in change.modified):
+    if not chat:
         return []
     names = ", ".join(f"`{n}`" for n in chat)
+    if _chat_edited(change):
+        return [
+            f"- `postprocess_handlers.py` (legacy file): `chat_harmony_streaming_post_processor` "
+            "and `chat_harmony_post_processor` call `chat_processor.py`, which runs the Chat "
+            f"Completions chunk machine ({names}) on the same driver facts: role once, content, "
+            "reasoning and tool-call deltas per token, one finish reason, the usage chunk when "
+            "asked; the streaming one keeps the server's stream id and the disaggregated "
+            "prompt-token count; the non-streaming one returns `ChatCompletionResponse` and "
+            "keeps the context-usage rewrite. The usage does not report "
+            "`prompt_tokens_details.cached_tokens` yet; the `harmony_adapter` import of the "
+            "two former helpers goes."
+        ]
     return [
         f"- The package also holds the Chat Completions chunk machine ({names}) on the same "
         "driver facts; wiring it into the Harmony chat post-processors, with its tests, is a "
@@ -181,14 +243,17 @@ def _coverage(change: ChangeSet) -> str:
 
 
 def description(
-    change: ChangeSet, before: dict[str, Any] | None, after: dict[str, Any] | None
+    change: ChangeSet,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    chat: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None),
 ) -> str:
     """The PR text: title line, then the template with its two sections filled in."""
     template_path = change.root / TEMPLATE
     template = template_path.read_text(encoding="utf-8") if template_path.is_file() else ""
     body = _COMMENT.sub("", template)
     filled = {
-        "## Description": _description(change, before, after),
+        "## Description": _description(change, before, after, chat),
         "## Test Coverage": _coverage(change),
     }
     if not all(header in body for header in filled):

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The plugin's run-time replacements written as source edits to ``responses_utils.py``.
+"""The plugin's run-time replacements as source edits to ``responses_utils.py`` and
+``postprocess_handlers.py``.
 
 Each edit is located by the name of the function, class or method it changes (through the
 file's syntax tree), never by a line number, and keeps the rest of the file byte for byte.
@@ -18,6 +19,10 @@ plugin (run time)                                      source edit
 ``guard_responses_stream`` wrapped (and its binding)   treats every terminal event as final (the
                                                        form upstream adopted later); no edit where
                                                        it already does
+``postprocess_handlers.chat_harmony_streaming_post_    (``postprocess_handlers.py``) its body
+processor`` replaced (and its binding)                 calls ``chat_processor.stream_chunks``
+``postprocess_handlers.chat_harmony_post_processor``   its adapter call becomes
+replaced (and its binding)                             ``chat_processor.chat_completion``
 =====================================================  ===========================================
 """
 
@@ -42,7 +47,22 @@ CARRIED = {
     "tensorrt_llm.serve.responses_utils._parse_response_input": "decorator",
     "tensorrt_llm.serve.responses_utils.guard_responses_stream": "terminal markers",
     "tensorrt_llm.serve.openai_server.guard_responses_stream": "same function, no edit",
+    "tensorrt_llm.serve.postprocess_handlers.chat_harmony_streaming_post_processor": (
+        "function body"
+    ),
+    "tensorrt_llm.serve.postprocess_handlers.chat_harmony_post_processor": "function call",
+    "tensorrt_llm.serve.openai_server.chat_harmony_streaming_post_processor": (
+        "same function, no edit"
+    ),
+    "tensorrt_llm.serve.openai_server.chat_harmony_post_processor": "same function, no edit",
 }
+# carried only where the tree's postprocess_handlers.py takes the chat edit
+CHAT_CARRIED = frozenset(t for t in CARRIED if ".chat_harmony_" in t)
+CHAT_ALIAS = "harmony_chat"
+CHAT_IMPORT_LINE = f"from {PACKAGE} import chat_processor as {CHAT_ALIAS}\n"
+CHAT_STREAMING = "chat_harmony_streaming_post_processor"
+CHAT_NON_STREAMING = "chat_harmony_post_processor"
+_ADAPTER_CALLS = ("handle_streaming_response", "handle_non_streaming_response")
 
 
 class EditError(ValueError):
@@ -105,7 +125,7 @@ def _function(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctio
     return node
 
 
-def _import_insert(tree: ast.Module) -> _Insert:
+def _import_insert(tree: ast.Module, line: str = IMPORT_LINE) -> _Insert:
     """Our import, at its isort position among the top-level ``tensorrt_llm`` imports."""
     ours = f"{PACKAGE}"
     first_party = [
@@ -119,11 +139,11 @@ def _import_insert(tree: ast.Module) -> _Insert:
         imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
         if not imports:
             raise EditError("responses_utils.py has no top-level imports")
-        return _Insert(imports[-1].end_lineno, IMPORT_LINE)  # type: ignore[arg-type]
+        return _Insert(imports[-1].end_lineno, line)  # type: ignore[arg-type]
     for node in first_party:
         if (node.module or "") > ours:
-            return _Insert(node.lineno - 1, IMPORT_LINE)
-    return _Insert(first_party[-1].end_lineno, IMPORT_LINE)  # type: ignore[arg-type]
+            return _Insert(node.lineno - 1, line)
+    return _Insert(first_party[-1].end_lineno, line)  # type: ignore[arg-type]
 
 
 def _processor_inserts(tree: ast.Module) -> list[_Insert]:
@@ -305,10 +325,94 @@ def edit_responses_utils(text: str) -> str:
         _parse_input_insert(tree),
         *_guard_inserts(tree),
     ]
+    return _apply(text, inserts)
+
+
+def _statement_calling(node: ast.AST, name: str) -> ast.stmt:
+    """The top-level statement of a function body that calls ``name``."""
+    for stmt in node.body:  # type: ignore[attr-defined]
+        for sub in ast.walk(stmt):
+            if isinstance(sub, ast.Call) and ast.unparse(sub.func) == name:
+                return stmt
+    raise EditError(f"{node.name} does not call {name}")  # type: ignore[attr-defined]
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    return {
+        n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    } | _imported_names(tree)
+
+
+def _chat_streaming_insert(tree: ast.Module, lines: list[str]) -> _Insert:
+    """The streaming post-processor's body: the chat chunk machine, keeping the server's
+    stream metadata and the disaggregated prompt-token count where the file has them."""
+    node = _function(tree, CHAT_STREAMING)
+    rsp, args = _param(node, 0, "rsp"), _param(node, 1, "args")
+    names = _top_level_names(tree)
+    block = ""
+    tokens = ""
+    if {"_ctx_usage_for_postproc", "get_usage_tokens_from_ctx"} <= names:
+        block += (
+            f"ctx_usage = _ctx_usage_for_postproc({args}, {rsp}.outputs)\n"
+            "ctx_prompt_tokens, _ = get_usage_tokens_from_ctx(ctx_usage)\n"
+        )
+        tokens = ", ctx_prompt_tokens"
+    if "_ensure_stream_metadata" in names:
+        block += f'_ensure_stream_metadata({args}, {rsp}, "chatcmpl")\n'
+    block += f"return {CHAT_ALIAS}.stream_chunks({rsp}, {args}{tokens})"
+    start = _body_start(node)
+    while start > node.lineno and lines[start - 1].lstrip().startswith("#"):
+        start -= 1  # the old body's leading comment goes with it
+    return _Insert(start, _lines_of(_indent(node), block), replace_to=node.body[-1].end_lineno)
+
+
+def _chat_non_streaming_insert(tree: ast.Module) -> _Insert:
+    """The adapter call of the non-streaming post-processor becomes the chat machine's."""
+    node = _function(tree, CHAT_NON_STREAMING)
+    rsp, args = _param(node, 0, "rsp"), _param(node, 1, "args")
+    stmt = _statement_calling(node, "handle_non_streaming_response")
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+        raise EditError(f"{CHAT_NON_STREAMING} does not assign the adapter's response")
+    names = _imported_names(tree)
+    response_type = "ChatCompletionResponse" if "ChatCompletionResponse" in names else "None"
+    convert = "to_disaggregated_params" if "to_disaggregated_params" in names else "None"
+    target = ast.unparse(stmt.targets[0])
+    call = f"{target} = {CHAT_ALIAS}.chat_completion("
+    pad = " " * len(call)
+    block = f"{call}{rsp}, {args}, {response_type},\n{pad}{convert})"
+    return _Insert(stmt.lineno - 1, _lines_of(stmt.col_offset, block), replace_to=stmt.end_lineno)
+
+
+def _adapter_import_removal(tree: ast.Module, text: str) -> list[_Insert]:
+    """The import of the two adapter functions, once nothing else in the file calls them."""
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and {a.name for a in node.names} <= set(_ADAPTER_CALLS):
+            # each name is imported, and called once, by the post-processor edited here
+            if all(len(re.findall(rf"\b{a.asname or a.name}\b", text)) == 2 for a in node.names):
+                out.append(_Insert(node.lineno - 1, "", replace_to=node.end_lineno))
+    return out
+
+
+def edit_postprocess_handlers(text: str) -> str:
+    """``postprocess_handlers.py`` with the Harmony chat post-processors on the chat machine."""
+    if CHAT_IMPORT_LINE in text:
+        raise EditError("postprocess_handlers.py already imports the new package (edited twice?)")
+    tree = ast.parse(text)
+    inserts = [
+        *_adapter_import_removal(tree, text),
+        _import_insert(tree, CHAT_IMPORT_LINE),
+        _chat_non_streaming_insert(tree),
+        _chat_streaming_insert(tree, text.splitlines(keepends=True)),
+    ]
+    return _apply(text, inserts)
+
+
+def _apply(text: str, inserts: list[_Insert]) -> str:
     lines = text.splitlines(keepends=True)
     for insert in sorted(inserts, key=lambda i: i.line, reverse=True):
         stop = insert.line if insert.replace_to is None else insert.replace_to
-        lines[insert.line : stop] = [insert.text]
+        lines[insert.line : stop] = [insert.text] if insert.text else []
     return "".join(lines)
 
 

@@ -5,14 +5,13 @@
 ``tests/realstub`` loads the tree's own ``responses_utils``, ``harmony_adapter``,
 ``openai_protocol`` and ``postprocess_handlers`` (plus ``tensorrt_llm/serve/harmony_stream/``
 when the tree has it), stubs what they import off the Responses path, and drives the real
-``ResponsesStreamingProcessor`` as ``openai_server`` does (``realstub.drive.run_all``). The
+``ResponsesStreamingProcessor`` as ``openai_server`` does (``realstub.drive.run_all``), and the
+Harmony chat post-processors as ``chat_harmony`` does (``realstub.drive_chat.run_chat``). The
 import hook is switched off and the run fails if any plugin module was imported.
 """
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
 import json
 import os
 import subprocess
@@ -21,7 +20,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from .layout import PACKAGE, PACKAGE_DIR, REPO
+from .layout import REPO
 
 TESTS = REPO / "tests"
 COUNT = 100
@@ -32,32 +31,11 @@ class HarnessUnavailableError(RuntimeError):
     """The harness lives in the repository's ``tests/``, which this install lacks."""
 
 
-class _PackageFinder(importlib.abc.MetaPathFinder):
-    """Loads the new package from the tree (the stub ``tensorrt_llm.serve`` has no such folder)."""
-
-    def __init__(self, root: Path) -> None:
-        self.folder = root / PACKAGE_DIR
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname == PACKAGE:
-            return importlib.util.spec_from_file_location(
-                fullname, self.folder / "__init__.py", submodule_search_locations=[str(self.folder)]
-            )
-        if fullname.startswith(PACKAGE + "."):
-            name = fullname[len(PACKAGE) + 1 :]
-            return importlib.util.spec_from_file_location(fullname, self.folder / f"{name}.py")
-        return None
-
-
 def activate(root: Path) -> list[str]:
-    """Import the tree's real Responses modules (and the new package) on CPU."""
+    """Import the tree's real Responses modules (and the new package, if patched) on CPU."""
     import realstub
 
-    stubbed = realstub.activate(root)
-    if (root / PACKAGE_DIR / "__init__.py").is_file():
-        # Ahead of realstub's finder, which answers every other tensorrt_llm module.
-        sys.meta_path.insert(0, _PackageFinder(root))
-    return stubbed
+    return realstub.activate(root)
 
 
 def run_harness(root: Path, count: int = COUNT, timeout: float = 900) -> dict[str, Any]:
@@ -93,13 +71,19 @@ def _main(root: Path, count: int) -> dict[str, Any]:
     from realstub.drive import run_all
     from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
 
+    from trtllm_stream_fix.testing.realstub.drive_chat import run_chat
     from trtllm_stream_fix.testing.synthetic import generate_outputs
 
     stats = run_all(list(generate_outputs(count, seed=7)))
+    try:
+        chat = run_chat(list(generate_outputs(count, seed=300)))
+    except Exception as exc:  # a tree whose chat path cannot run here
+        chat = {"error": f"{type(exc).__name__}: {exc}"}
     loaded = [name for name in PLUGIN_MODULES if name in sys.modules]
     marked = getattr(responses_utils.ResponsesStreamingProcessor, "__trtllm_stream_fix__", False)
     return {
         "stats": stats,
+        "chat": chat,
         "stubbed_third_party": stubbed,
         "real_files": {m: sys.modules[m].__file__ for m in REAL_MODULES},
         "plugin_loaded": loaded + (["marked processor class"] if marked else []),

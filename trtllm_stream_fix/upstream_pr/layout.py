@@ -22,6 +22,7 @@ PACKAGE = "tensorrt_llm.serve.harmony_stream"
 PACKAGE_DIR = "tensorrt_llm/serve/harmony_stream"
 SERVE_DIR = "tensorrt_llm/serve"
 RESPONSES_UTILS = "tensorrt_llm/serve/responses_utils.py"
+POSTPROCESS_HANDLERS = "tensorrt_llm/serve/postprocess_handlers.py"
 TEST_DIR = "tests/unittest/llmapi/apps/harmony_stream"
 TEST_SUPPORT = "_testing"
 L0_CPU = "tests/integration/test_lists/test-db/l0_cpu.yml"
@@ -102,7 +103,8 @@ def module_placements() -> list[Placement]:
     """The core (every module in ``core/``) and the upstream-only modules, as a new package."""
     core = sorted((OURS / "core").glob("*.py"))
     # the serving glue the plugin runs, and the encoding loader written for upstream
-    shared = [OURS / "serving" / "processor.py", OURS / "upstream_pr" / "templates" / "encoding.py"]
+    shared = [OURS / "serving" / name for name in ("processor.py", "chat_processor.py")]
+    shared.append(OURS / "upstream_pr" / "templates" / "encoding.py")
     out = [Placement(path, f"{PACKAGE_DIR}/{path.name}") for path in core + shared]
     out.append(Placement(OURS / "defaults.py", f"{PACKAGE_DIR}/defaults.py", DEFAULTS_DOC))
     names = [p.dest for p in out]
@@ -122,6 +124,14 @@ TEST_FILES = (
         "Each test pins one defect of the former generator, which fed a whole\n"
         "``token_ids_diff`` to the parser and read the last token's delta and state only.\n",
     ),
+    ("tests/test_chat_machine.py", "test_chat_chunk_machine.py", None),
+    (
+        "tests/test_chat_differential.py",
+        "test_chat_harmony_differential.py",
+        "Harmony chat streams at any tokens per engine response.\n\n"
+        "Every split equals the 1-token stream, the OpenAI SDK and the strict chat checker\n"
+        "accept it, and the stream joined equals the non-streaming completion.\n",
+    ),
 )
 SUPPORT_FILES = (
     ("trtllm_stream_fix/testing/synthetic.py", "synthetic.py"),
@@ -132,6 +142,13 @@ SUPPORT_FILES = (
     ("trtllm_stream_fix/jsonlimits.py", "jsonlimits.py"),
     ("trtllm_stream_fix/testing/streams.py", "streams.py"),
     ("trtllm_stream_fix/testing/engine_results.py", "engine_results.py"),
+    ("trtllm_stream_fix/testing/chat_differential.py", "chat_differential.py"),
+    ("trtllm_stream_fix/testing/chat_oracle.py", "chat_oracle.py"),
+    ("trtllm_stream_fix/checker/chat.py", "chat_checker.py"),
+    ("trtllm_stream_fix/testing/splits.py", "splits.py"),
+    ("trtllm_stream_fix/testing/report.py", "report.py"),
+    ("trtllm_stream_fix/testing/hostile.py", "hostile.py"),
+    ("trtllm_stream_fix/testing/token_soup.py", "token_soup.py"),
 )
 TEMPLATE_TESTS = (
     ("trtllm_stream_fix/upstream_pr/templates/tests/conftest.py", "conftest.py"),

@@ -6,7 +6,8 @@ folder (our own minimal stubs, see each module's docstring), except the modules 
 Harmony Responses streaming path, ``REAL_MODULES``, which are loaded from
 ``<source_dir>/tensorrt_llm/serve/``, and any other ``tensorrt_llm/serve/<name>.py`` the tree
 has (``openai_server``, ``chat_tokenization``, ...: real code wherever the tree provides it;
-``realstub.server`` serves upstream's own app this way). ``torch``, ``xgrammar``,
+``realstub.server`` serves upstream's own app this way), and ``REAL_PACKAGES`` (the package
+``upstream-pr`` adds) when the tree has it. ``torch``, ``xgrammar``,
 ``transformers`` and ``msgspec`` are stubbed only when they are not installed. Meant for a
 fresh interpreter (the real-module test runs it in a subprocess), before anything imports
 ``tensorrt_llm``.
@@ -39,6 +40,8 @@ REAL_MODULES = (
 #: (``openai_server``, ``chat_tokenization``, ...): real code wherever the tree provides it.
 SERVE_PREFIX = "tensorrt_llm.serve."
 THIRD_PARTY = ("torch", "xgrammar", "transformers", "msgspec")
+# Loaded from the tree too when it has them (a tree patched by ``upstream-pr``).
+REAL_PACKAGES = ("tensorrt_llm.serve.harmony_stream",)
 
 
 class OffPath:
@@ -119,6 +122,9 @@ class _RealFinder(importlib.abc.MetaPathFinder):
         location = _real_file(fullname)
         if location is not None:
             return importlib.util.spec_from_file_location(fullname, location)
+        spec = self._real_package_spec(fullname)
+        if spec is not None:
+            return spec
         stub = _stub_spec(fullname)
         if stub is not None:
             stub.loader = _StubLoader(stub.loader)
@@ -126,6 +132,22 @@ class _RealFinder(importlib.abc.MetaPathFinder):
         spec = importlib.machinery.ModuleSpec(fullname, _StubLoader(None), is_package=True)
         spec.submodule_search_locations = []
         return spec
+
+    def _real_package_spec(self, fullname: str) -> Any:
+        package = next(
+            (p for p in REAL_PACKAGES if fullname == p or fullname.startswith(p + ".")), None
+        )
+        if package is None:
+            return None
+        folder = self.source_dir.joinpath(*package.split("."))
+        if not (folder / "__init__.py").is_file():
+            return None
+        if fullname == package:
+            return importlib.util.spec_from_file_location(
+                fullname, folder / "__init__.py", submodule_search_locations=[str(folder)]
+            )
+        location = folder.joinpath(*fullname[len(package) + 1 :].split(".")).with_suffix(".py")
+        return importlib.util.spec_from_file_location(fullname, location)
 
 
 def activate(source_dir: str | Path) -> list[str]:

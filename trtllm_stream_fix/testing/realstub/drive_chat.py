@@ -69,7 +69,7 @@ def run_chat(outputs: list[Any]) -> dict[str, Any]:
     from ..synthetic import engine_responses
 
     tally: dict[str, Any] = {"streams": 0, "strict": 0, "sdk": 0, "identical": 0}
-    tally.update(nonstreaming=0, examples=[], response_type=None)
+    tally.update(nonstreaming=0, raised=0, examples=[], response_type=None)
     examples = tally["examples"]
     post = postprocess_handlers.chat_harmony_streaming_post_processor
     args_type = postprocess_handlers.ChatCompletionPostprocArgs
@@ -79,9 +79,12 @@ def run_chat(outputs: list[Any]) -> dict[str, Any]:
         result = Result(prompt_token_ids=[1] * 7)
         for response in engine_responses(output, 10**9):
             result.apply(response.token_ids_diff, response.finished, response.finish_reason)
-        answer = postprocess_handlers.chat_harmony_post_processor(result, answer_args)
-        tally["response_type"] = f"{type(answer).__module__}.{type(answer).__qualname__}"
-        expected = completion_view(json.loads(json.dumps(answer.model_dump(), default=str)))
+        try:
+            answer = postprocess_handlers.chat_harmony_post_processor(result, answer_args)
+            tally["response_type"] = f"{type(answer).__module__}.{type(answer).__qualname__}"
+            expected = completion_view(json.loads(json.dumps(answer.model_dump(), default=str)))
+        except Exception as exc:  # the unpatched code can raise; counted, not fatal
+            expected = ("raised", repr(exc))
         for split in (1, 20):
             for worker in (False, True):
                 args = _args(openai_protocol, args_type, True)
@@ -89,12 +92,19 @@ def run_chat(outputs: list[Any]) -> dict[str, Any]:
                     args = pickle.loads(pickle.dumps(args))
                 result = Result(prompt_token_ids=[1] * 7)
                 frames: list[str] = []
-                for response in engine_responses(output, split):
-                    result.apply(response.token_ids_diff, response.finished, response.finish_reason)
-                    frames += post(result, args)
+                tally["streams"] += 1
+                try:
+                    for response in engine_responses(output, split):
+                        result.apply(
+                            response.token_ids_diff, response.finished, response.finish_reason
+                        )
+                        frames += post(result, args)
+                except Exception as exc:  # the stream ends here, as the server's would
+                    tally["raised"] += 1
+                    if len(examples) < 5:
+                        examples.append(f"{output.name} @ {split}: raised {exc!r:.200}")
                 frames.append("data: [DONE]\n\n")
                 payloads = _payloads(frames)
-                tally["streams"] += 1
                 visible = chat_visible(payloads)
                 reference = reference or visible
                 tally["identical"] += visible == reference
@@ -107,7 +117,8 @@ def run_chat(outputs: list[Any]) -> dict[str, Any]:
                     sdk_accumulate_chat(payloads)
                     tally["sdk"] += 1
                 except SDKRejected as exc:
-                    examples.append(f"{output.name} @ {split}: SDK {exc}")
+                    if len(examples) < 5:
+                        examples.append(f"{output.name} @ {split}: SDK {exc}")
                 tally["nonstreaming"] += stream_view(check) == expected
     return tally
 

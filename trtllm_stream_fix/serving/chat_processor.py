@@ -1,0 +1,183 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Harmony Chat Completions post-processing on the chat chunk machine, token by token.
+
+``chat_harmony_streaming_post_processor(rsp, args)`` (one engine response: a list of SSE
+frames; the server appends ``data: [DONE]``) calls ``stream_chunks`` and
+``chat_harmony_post_processor(rsp, args)`` (the finished result: a response the server dumps)
+calls ``chat_completion``, inline or in a post-processing worker (``args`` is copied to the
+worker once per request). Every engine response's ``token_ids_diff`` goes to the
+``ChatChunkMachine`` with the finished flag and the finish reason, so the chunks do not
+depend on how many tokens each engine response carries.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..core.chat_chunks import DONE, format_chat_sse, to_dict
+from ..core.chat_machine import (
+    ChatChunkMachine,
+    ChatContext,
+    ChatGenerationError,
+    ChatOptions,
+    build_chat_completion,
+)
+from ..core.config import PARSER_ENV, PREAMBLES_ENV
+from ..defaults import default_encoding
+
+logger = logging.getLogger(__name__)
+
+REASONING_FIELD_ENV = "TRTLLM_STREAM_FIX_REASONING_FIELD"
+_STATE = "_harmony_chat_machine"
+_ENDED = "ended"
+
+
+def chat_options(environ: Mapping[str, str] | None = None) -> ChatOptions:
+    """The chat options of the environment.
+
+    ``TRTLLM_STREAM_FIX_PREAMBLES=drop`` drops preambles (the Responses parity switch),
+    ``TRTLLM_STREAM_FIX_REASONING_FIELD`` names the reasoning field (``reasoning``, default, or
+    ``reasoning_content``), and ``TRTLLM_STREAM_FIX_PARSER`` picks the Harmony driver
+    (``fast``, default, or ``reference``).
+    """
+    env = os.environ if environ is None else environ
+    preambles = env.get(PREAMBLES_ENV, "").strip().lower()
+    field = env.get(REASONING_FIELD_ENV, "").strip().lower() or "reasoning"
+    if field not in ("reasoning", "reasoning_content"):
+        raise ValueError(f"{REASONING_FIELD_ENV}={field!r} is not reasoning or reasoning_content")
+    parser = env.get(PARSER_ENV, "").strip().lower() or "fast"
+    if parser not in ("reference", "fast"):
+        raise ValueError(f"{PARSER_ENV}={parser!r} is not fast or reference")
+    return ChatOptions(
+        reasoning_field=field,  # type: ignore[arg-type]
+        preambles="drop" if preambles == "drop" else "content",
+        parser=parser,  # type: ignore[arg-type]
+    )
+
+
+def _include_usage(args: Any) -> bool:
+    if not hasattr(args, "stream_options"):
+        return True  # lines without stream_options always sent the usage chunk
+    options = args.stream_options
+    return bool(options is not None and getattr(options, "include_usage", False))
+
+
+def chat_context(
+    rsp: Any, args: Any, *, stream: bool, num_prompt_tokens: int | None = None
+) -> ChatContext:
+    """The request's facts from the server's post-processor arguments.
+
+    ``num_prompt_tokens`` overrides ``args.num_prompt_tokens`` (disaggregated serving counts
+    the context phase's).
+    """
+    completion_id = getattr(args, "stream_response_id", None) or f"chatcmpl-{uuid.uuid4().hex}"
+    created = getattr(args, "stream_created", None) or int(time.time())
+    return ChatContext(
+        completion_id=completion_id,
+        model=getattr(args, "model", None) or "",
+        created=int(created),
+        num_prompt_tokens=int(num_prompt_tokens or getattr(args, "num_prompt_tokens", None) or 0),
+        include_usage=stream and _include_usage(args),
+    )
+
+
+def stream_chunks(rsp: Any, args: Any, num_prompt_tokens: int | None = None) -> list[str]:
+    """SSE frames for one engine response of a Harmony chat stream (without ``[DONE]``).
+
+    The request's ``ChatChunkMachine`` lives on ``args`` (the object the server, or the
+    post-processing worker, keeps for the request), created on the first response and
+    dropped on the last.
+    """
+    machine = getattr(args, _STATE, None)
+    if machine == _ENDED:
+        return []
+    if machine is None:
+        machine = ChatChunkMachine(
+            chat_context(rsp, args, stream=True, num_prompt_tokens=num_prompt_tokens),
+            options=chat_options(),
+            encoding=default_encoding(),
+        )
+        setattr(args, _STATE, machine)
+    output = rsp.outputs[0]
+    done = bool(getattr(rsp, "_done", False))
+    frames = machine.feed(output.token_ids_diff, finished=done, finish_reason=output.finish_reason)
+    if machine.finished:
+        setattr(args, _STATE, _ENDED)  # release the parser; later responses send nothing
+        if not done and machine.error is not None:
+            _abort(rsp)
+    return [format_chat_sse(frame) for frame in frames if frame is not DONE]
+
+
+def chat_completion(
+    rsp: Any,
+    args: Any,
+    response_type: Any = None,
+    to_disaggregated_params: Callable[[Any], Any] | None = None,
+) -> Any:
+    """The non-streaming ``chat.completion`` as ``response_type``.
+
+    ``response_type`` is the server's ``ChatCompletionResponse`` (the ``openai`` model is
+    returned when it is absent or refuses it); ``to_disaggregated_params`` converts the
+    output's disaggregated parameters for the response's first choice. A generation that
+    cannot be completed raises ``ValueError`` with the message the stream would have sent;
+    the server turns it into an error response.
+    """
+    output = rsp.outputs[0]
+    try:
+        completion = build_chat_completion(
+            chat_context(rsp, args, stream=False),
+            output.token_ids,
+            output.finish_reason,
+            options=chat_options(),
+            encoding=default_encoding(),
+        )
+    except ChatGenerationError as exc:
+        raise ValueError(str(exc)) from None
+    return _as_server_response(completion, output, response_type, to_disaggregated_params)
+
+
+def _as_server_response(
+    completion: Any,
+    output: Any,
+    response_type: Any,
+    convert: Callable[[Any], Any] | None,
+) -> Any:
+    """``response_type`` holding ``completion``, or ``completion`` when the type refuses it.
+
+    The server reads the response's ``choices[0].disaggregated_params``.
+    """
+    if response_type is None:
+        return completion
+    body = to_dict(completion)
+    try:
+        response = response_type.model_validate(body)
+    except Exception:
+        # Upstream's UsageInfo forbids fields it does not know (completion_tokens_details).
+        (body.get("usage") or {}).pop("completion_tokens_details", None)
+        try:
+            response = response_type.model_validate(body)
+        except Exception as exc:
+            logger.debug("chat completion kept as the openai model: %s", exc)
+            return completion
+    params = getattr(output, "disaggregated_params", None)
+    if convert is not None and params is not None:
+        try:
+            response.choices[0].disaggregated_params = convert(params)
+        except Exception:
+            logger.debug("disaggregated params not copied", exc_info=True)
+    return response
+
+
+def _abort(rsp: Any) -> None:
+    """Stop generating for a stream that already ended with an error."""
+    abort = getattr(rsp, "abort", None)
+    if callable(abort):
+        try:
+            abort()
+        except Exception:  # the stream is over either way
+            logger.debug("abort after a chat stream error failed", exc_info=True)

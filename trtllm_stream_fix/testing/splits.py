@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The engine-response splits the differentials stream every output with, and their counts."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from .synthetic import SyntheticOutput
+
+FIXED_SPLITS: tuple[int, ...] = (1, 2, 3, 7, 20)
+NUMPY_SPLIT = "numpy"  # 5 tokens per response, each batch a numpy int64 array
+COUNTS = (
+    "identical",
+    "sdk_accepted",
+    "strict_passed",
+    "final_matches_stream",
+    "nonstreaming_matches",
+)
+
+
+def splits_for(output: SyntheticOutput) -> list[int | random.Random | str]:
+    """1 (the reference), 2, 3, 7, 20, random 1-25, and 5 as numpy arrays per response."""
+    return [*FIXED_SPLITS, random.Random(output.seed * 7919 + 1), NUMPY_SPLIT]
+
+
+def copy_split(split: Any) -> Any:
+    """``split`` itself, or a copy of a ``random.Random`` (so each stream draws the same)."""
+    if isinstance(split, random.Random):
+        copy = random.Random()
+        copy.setstate(split.getstate())
+        return copy
+    return split
+
+
+def first_difference(a: Sequence[Any], b: Sequence[Any]) -> str | None:
+    """Where two traces or event lists part, or None when they are equal."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"at {i}: reference {x!r:.300} / fast {y!r:.300}"
+    if len(a) != len(b):
+        return f"lengths differ: reference {len(a)}, fast {len(b)}"
+    return None
