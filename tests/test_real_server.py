@@ -157,6 +157,21 @@ def test_nothing_follows_the_terminal_event_when_the_engine_fails_after_it(
     assert sum(t in TERMINAL for t in types) == 1, types
 
 
+def test_upstreams_own_request_checks_run(tree, patched):
+    """The serve modules the tree has run for real: with ``responses_web_search.py`` in the
+    tree a ``web_search`` tool is refused by upstream's own ``web_search_rejection_reason``
+    (no provider here), whose message names ``external_web_access``; the stand-in's does not."""
+    import httpx
+
+    body = {"model": "gpt-oss-20b", "input": "hi", "tools": [{"type": "web_search"}]}
+    reply = httpx.post(f"{patched}/v1/responses", json=body, timeout=60)
+    assert reply.status_code == 400, reply.text
+    message = reply.json()["message"]
+    assert "'web_search' cannot be honoured" in message, message
+    real = (Path(tree) / "tensorrt_llm" / "serve" / "responses_web_search.py").is_file()
+    assert ("external_web_access" in message) == real, message
+
+
 def _validate(url: str) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "trtllm_stream_fix.cli", "validate", "--url", url]
     command += ["--model", "gpt-oss-20b", "--input", "hi, seed 8", "--json"]

@@ -13,3 +13,14 @@ class WebSearchConfig:
 
 def load_web_search_config() -> WebSearchConfig:
     return WebSearchConfig()
+
+
+@dataclass(frozen=True)
+class WebSearchToolSpec:
+    """A request's ``web_search`` tool, reduced (``responses_web_search`` builds one)."""
+
+    name: str = "web_search"
+    type: str | None = None
+    max_uses: int | None = None
+    allowed_domains: tuple[str, ...] = ()
+    blocked_domains: tuple[str, ...] = ()
