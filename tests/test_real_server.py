@@ -104,6 +104,25 @@ def test_non_streaming_with_the_plugin_is_a_valid_stored_response(patched):
     assert all(r["sdk"] and r["stored"] for r in runs), [r["problem"] for r in runs]
 
 
+def test_only_the_plugin_sends_complete_responses(unpatched, patched):
+    """Issue 9: every event, every non-streaming body and every stored response fetched
+    again carries every field of OpenAI's recorded schema, through upstream's own server."""
+    import httpx
+
+    from trtllm_stream_fix.testing.realstub.serve_matrix import non_streamed
+
+    async def go(url: str) -> list[dict]:
+        async with httpx.AsyncClient(timeout=120) as http:
+            return [await non_streamed(http, url, seed, True) for seed in SEEDS]
+
+    fixed, theirs = asyncio.run(go(patched)), asyncio.run(go(unpatched))
+    assert [r["schema"] for r in fixed] == [[]] * len(SEEDS)
+    assert [r["stored_schema"] for r in fixed] == [[]] * len(SEEDS)
+    assert [r["schema"] for r in _run(patched, SEEDS)] == [[]] * len(SEEDS)
+    assert all(r["schema"] for r in theirs)  # upstream's model lacks OpenAI's fields
+    assert all(r["schema"] for r in _run(unpatched, SEEDS))
+
+
 def test_two_turn_tool_conversation_needs_the_plugin(unpatched, patched):
     from trtllm_stream_fix.testing.realstub.serve_matrix import two_turns
 

@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .. import openai_schema
+
 MODEL = "gpt-oss-20b"
 SERVER_MODULE = "trtllm_stream_fix.testing.realstub.server"
 WEATHER_TOOL = {
@@ -167,6 +169,7 @@ async def streamed(http: Any, url: str, seed: int, store: bool) -> dict[str, Any
         "strict": strict,
         "sdk": sdk,
         "problem": problem,
+        "schema": [p for event in events for p in openai_schema.missing_keys(event)],
         "visible": normalized(comparable(events)),
         "items": final_items(events),
         "stored": await stored(http, url, response_id(events)) if store else None,
@@ -194,11 +197,18 @@ async def non_streamed(http: Any, url: str, seed: int, store: bool) -> dict[str,
         sdk, problem = reply.status_code == 200, ""
     except Exception as exc:
         sdk, problem = False, f"HTTP {reply.status_code}: {type(exc).__name__}: {exc}"[:300]
+    rid = data.get("id")
+    fetched = await http.get(f"{url}/v1/responses/{rid}") if store and rid else None
     return {
         "sdk": sdk,
         "problem": problem,
+        "schema": openai_schema.missing_keys(data) if data else ["no body"],
+        # GET /v1/responses/{id}: the stored response as a client fetches it again
+        "stored_schema": openai_schema.missing_keys(fetched.json())
+        if fetched is not None and fetched.status_code == 200
+        else None,
         "items": _items(data.get("output") or []),
-        "stored": await stored(http, url, data.get("id")) if store else None,
+        "stored": fetched is not None and fetched.status_code == 200 if store else None,
     }
 
 
