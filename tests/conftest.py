@@ -28,3 +28,15 @@ def tokens(encoding):
         return list(encoding.encode(text, allowed_special="all"))
 
     return encode
+
+
+@pytest.fixture
+def fixed(monkeypatch):
+    """The plugin installed for one test (``TRTLLM_STREAM_FIX`` unset), removed after it."""
+    from trtllm_stream_fix.plugin.installer import install, uninstall
+
+    monkeypatch.delenv("TRTLLM_STREAM_FIX", raising=False)
+    uninstall()
+    install()
+    yield
+    uninstall()

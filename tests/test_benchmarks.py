@@ -72,18 +72,17 @@ def test_cpu_event_cost_quick_json_shape(tmp_path: Path) -> None:
     assert "ours <= " in proc.stderr  # target verdicts are printed
 
 
+def _cpu_event_cost_real(out: Path, **kwargs) -> subprocess.CompletedProcess:
+    """``cpu_event_cost.py --quick`` over the floor and the real Responses modules."""
+    impls = "floor,upstream-real,plugin-real"
+    return run_script(
+        "cpu_event_cost.py", "--quick", "--json", "--impls", impls, "--out", str(out), **kwargs
+    )
+
+
 def test_cpu_event_cost_real_impls_skip_without_source(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TRTLLM_SOURCE_DIR"}
-    proc = run_script(
-        "cpu_event_cost.py",
-        "--quick",
-        "--json",
-        "--impls",
-        "floor,upstream-real,plugin-real",
-        "--out",
-        str(tmp_path),
-        env=env,
-    )
+    proc = _cpu_event_cost_real(tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     assert {row["impl"] for row in json.loads(proc.stdout)["rows"]} == {"floor"}
     report = json.loads((tmp_path / "cpu_event_cost_quick.json").read_text())
@@ -101,16 +100,7 @@ def test_cpu_event_cost_real_impls_skip_without_source(tmp_path: Path) -> None:
 )
 def test_cpu_event_cost_real_upstream_and_plugin(tmp_path: Path) -> None:
     """The real Responses modules, unpatched and patched, are timed in their worker."""
-    proc = run_script(
-        "cpu_event_cost.py",
-        "--quick",
-        "--json",
-        "--impls",
-        "floor,upstream-real,plugin-real",
-        "--out",
-        str(tmp_path),
-        timeout=300,
-    )
+    proc = _cpu_event_cost_real(tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)["rows"]
     report = json.loads((tmp_path / "cpu_event_cost_quick.json").read_text())

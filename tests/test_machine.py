@@ -63,26 +63,10 @@ def test_other_finish_reasons_fail_cleanly(encoding, tokens):
     assert check_responses_events(events).ok
 
 
-def test_internal_error_never_escapes_and_nothing_follows_terminal(encoding, tokens, monkeypatch):
-    machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding)
-    machine.start()
-    machine.feed(tokens("<|channel|>final<|message|>Hello"))
-
-    def boom(*args, **kwargs):
-        raise ValueError("driver exploded")
-
-    monkeypatch.setattr(machine._driver, "feed", boom)
-    monkeypatch.setattr(machine._driver, "content_delta", boom)
-    events = [event_to_dict(e) for e in machine.feed([13])]
-    assert [e["type"] for e in events[-2:]] == ["error", "response.failed"]
-    assert "driver exploded" in events[-2]["message"]
-    assert machine.finished and machine._driver is None  # per-request state released
-    assert machine.feed([13], finished=True, finish_reason="stop") == []
-    assert machine.fail("late") == []
-
-
-@pytest.mark.parametrize("batch", [[13], [13, 14]])
-def test_internal_error_on_either_path_ends_failed(encoding, tokens, monkeypatch, batch):
+@pytest.mark.parametrize("batch", [[13], [13, 14]])  # the one-token path and feed
+def test_internal_error_never_escapes_and_nothing_follows_terminal(
+    encoding, tokens, monkeypatch, batch
+):
     machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding)
     machine.start()
     machine.feed(tokens("<|channel|>final<|message|>Hello"))
@@ -102,6 +86,10 @@ def test_internal_error_on_either_path_ends_failed(encoding, tokens, monkeypatch
     ]
     assert events[2]["item"]["status"] == "incomplete"
     assert events[2]["item"]["content"][0]["text"] == "Hello"
+    assert "driver exploded" in events[-2]["message"]
+    assert machine.finished and machine._driver is None  # per-request state released
+    assert machine.feed([13], finished=True, finish_reason="stop") == []
+    assert machine.fail("late") == []
 
 
 def test_usage_counts_reasoning_tokens(encoding, tokens):

@@ -35,7 +35,6 @@ harness.use_standin()
 from tensorrt_llm.serve import openai_server, responses_utils
 
 from trtllm_stream_fix.checker.responses import check_responses_events
-from trtllm_stream_fix.plugin.installer import install, uninstall
 from trtllm_stream_fix.testing.sdk_oracle import sdk_accumulate
 from trtllm_stream_fix.testing.synthetic import generate_outputs, named_output
 
@@ -43,15 +42,6 @@ pytestmark = pytest.mark.cpu_only
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = REPO / "tests"
-
-
-@pytest.fixture
-def fixed(monkeypatch):
-    monkeypatch.delenv("TRTLLM_STREAM_FIX", raising=False)
-    uninstall()
-    install()
-    yield
-    uninstall()
 
 
 def _env(**extra: str) -> dict[str, str]:

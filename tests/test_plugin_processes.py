@@ -29,22 +29,13 @@ from tensorrt_llm.serve import openai_server
 
 from trtllm_stream_fix.plugin import bootstrap, pth
 from trtllm_stream_fix.plugin.doctor import doctor_report
-from trtllm_stream_fix.plugin.installer import install, is_active, uninstall
+from trtllm_stream_fix.plugin.installer import is_active, uninstall
 from trtllm_stream_fix.testing.synthetic import named_output
 
 pytestmark = pytest.mark.cpu_only
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO = "preamble_tool_call"
-
-
-@pytest.fixture
-def fixed(monkeypatch):
-    monkeypatch.delenv("TRTLLM_STREAM_FIX", raising=False)
-    uninstall()
-    install()
-    yield
-    uninstall()
 
 
 @pytest.fixture

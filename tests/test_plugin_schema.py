@@ -50,15 +50,6 @@ def _keys(events: list[dict]) -> dict[str, set[str]]:
     return found
 
 
-@pytest.fixture
-def fixed(monkeypatch):
-    monkeypatch.delenv("TRTLLM_STREAM_FIX", raising=False)
-    uninstall()
-    install()
-    yield
-    uninstall()
-
-
 def test_plugin_events_match_the_recorded_schema(fixed):
     seen: Counter[str] = Counter()
     problems: list[str] = []

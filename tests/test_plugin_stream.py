@@ -25,7 +25,7 @@ from tensorrt_llm.executor import GenerationResult
 from tensorrt_llm.serve import openai_server, responses_utils
 from tensorrt_llm.serve.openai_protocol import ResponsesRequest
 
-from trtllm_stream_fix.plugin.installer import install, uninstall
+from trtllm_stream_fix.plugin.installer import uninstall
 from trtllm_stream_fix.testing.sdk_oracle import sdk_accumulate
 from trtllm_stream_fix.testing.synthetic import generate_outputs, named_output
 
@@ -34,15 +34,6 @@ pytestmark = pytest.mark.cpu_only
 SEEDS = 100
 OUTPUTS = list(generate_outputs(SEEDS, seed=7))
 COMMENTARY = 200005, 200008  # <|channel|>, <|message|>
-
-
-@pytest.fixture
-def fixed(monkeypatch):
-    monkeypatch.delenv("TRTLLM_STREAM_FIX", raising=False)
-    uninstall()
-    install()
-    yield
-    uninstall()
 
 
 def _request(**fields) -> ResponsesRequest:

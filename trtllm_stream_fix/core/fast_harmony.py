@@ -35,7 +35,7 @@ from .harmony_driver import (
     Phase,
 )
 from .harmony_tokens import MESSAGE, RETURN, START, STOP_TOKENS
-from .harmony_utf8 import decode_invalid, token_bytes
+from .harmony_utf8 import decode_invalid, decode_run, token_bytes
 
 # Tokens at or above this id are Harmony specials (``<|return|>`` is the lowest that the
 # scan must look at); below it every id is ordinary text.
@@ -133,17 +133,8 @@ def message_text(table: list[bytes], tokens: Sequence[int]) -> str:
 
     Every token's delta, then the bytes still pending at its end (U+FFFD where not valid UTF-8).
     """
-    deltas = []
-    pending = b""
-    for token in tokens:
-        data = pending + table[token]
-        try:
-            deltas.append(data.decode())
-            pending = b""
-        except UnicodeDecodeError:
-            delta, pending = decode_invalid(data)
-            deltas.append(delta)
-    return "".join(deltas) + pending.decode("utf-8", "replace")
+    text, pending = decode_run(table, tokens, b"")
+    return text + pending.decode("utf-8", "replace")
 
 
 def _int_list(token_ids: Sequence[int]) -> list[int] | None:
@@ -382,19 +373,8 @@ class FastHarmonyDriver:
 
     def _decode_each(self, run: list[int]) -> str:
         """The parser's per-token decoding of a run holding invalid UTF-8."""
-        table = self._table
-        deltas = []
-        pending = self._pending
-        for token in run:
-            data = pending + table[token]
-            try:
-                deltas.append(data.decode())
-                pending = b""
-            except UnicodeDecodeError:
-                delta, pending = decode_invalid(data)
-                deltas.append(delta)
-        self._pending = pending
-        return "".join(deltas)
+        text, self._pending = decode_run(self._table, run, self._pending)
+        return text
 
     # -- hand-over to the reference -------------------------------------------------------
 

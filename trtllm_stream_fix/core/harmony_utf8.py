@@ -10,6 +10,7 @@ message's text after invalid UTF-8 (0.0.4).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 _TABLES: dict[str, list[bytes]] = {}
@@ -51,6 +52,20 @@ def decode_invalid(data: bytes) -> tuple[str, bytes]:
     return delta + _REPLACEMENT, data[end:]
 
 
+def decode_run(table: list[bytes], tokens: Sequence[int], pending: bytes) -> tuple[str, bytes]:
+    """``(text, pending bytes)`` of content ``tokens`` decoded one by one after ``pending``."""
+    deltas = []
+    for token in tokens:
+        data = pending + table[token]
+        try:
+            deltas.append(data.decode())
+            pending = b""
+        except UnicodeDecodeError:
+            delta, pending = decode_invalid(data)
+            deltas.append(delta)
+    return "".join(deltas), pending
+
+
 class ContentDecoder:
     """One message's content text, token by token (``push``), settled at its end (``close``)."""
 
@@ -63,14 +78,7 @@ class ContentDecoder:
 
     def push(self, token: int) -> str:
         """The text ``token`` (an id in the table) adds; "" while a sequence is unfinished."""
-        data = self._table[token]
-        if self._pending:
-            data = self._pending + data
-        try:
-            delta = data.decode()
-            self._pending = b""
-        except UnicodeDecodeError:
-            delta, self._pending = decode_invalid(data)
+        delta, self._pending = decode_run(self._table, (token,), self._pending)
         if delta:
             self._parts.append(delta)
         return delta
