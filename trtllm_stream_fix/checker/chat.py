@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core.harmony_tokens import MARKUP
 from ..jsonlimits import MAX_DEPTH, too_deep
+from .responses import check_stream_id
 
 __all__ = ["CHAT_RULES", "ChatCheck", "ChatChoice", "ChatStreamChecker", "ChatToolCall"]
 
@@ -182,13 +183,9 @@ class ChatStreamChecker:
             return
         if chunk.get("object") != "chat.completion.chunk":
             self._violate("schema", f"object {chunk.get('object')!r} != chat.completion.chunk")
-        cid = chunk.get("id")
-        if not isinstance(cid, str) or not cid:
-            self._violate("chunk-id", f"chunk id {cid!r} is empty")
-        elif self.completion_id is None:
-            self.completion_id = cid
-        elif cid != self.completion_id:
-            self._violate("chunk-id", f"chunk id {cid!r} != {self.completion_id!r}")
+        self.completion_id = check_stream_id(
+            self.completion_id, chunk.get("id"), "chunk-id", "chunk id", self._violate
+        )
         usage = chunk.get("usage")
         if isinstance(usage, Mapping):
             self.usage = dict(usage)

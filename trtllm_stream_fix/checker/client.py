@@ -35,7 +35,7 @@ import time
 from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from trtllm_stream_fix import jsonlimits
 from trtllm_stream_fix.checker.chat import ChatStreamChecker
@@ -43,8 +43,12 @@ from trtllm_stream_fix.checker.responses import ResponsesStreamChecker
 from trtllm_stream_fix.checker.sse_reader import SSEEvent, SSELimits, SSEProtocolError, SSEReader
 from trtllm_stream_fix.checker.triton import TritonStreamChecker
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
+
 __all__ = [
     "OUTCOMES",
+    "OpenAIStreamOptions",
     "Outcome",
     "Protocol",
     "StreamRecord",
@@ -476,15 +480,32 @@ async def _stream(
     return session.finish(stop, elapsed(), detail)
 
 
+class OpenAIStreamOptions(TypedDict, total=False):
+    """Keyword options of ``stream_responses`` and ``stream_chat``.
+
+    ``headers`` (None), ``idle_timeout`` (60 s: the wait for the response head and between
+    body reads), ``deadline`` (600 s: the whole exchange); ``limits``, ``allow``,
+    ``allow_incomplete`` and ``allow_failed`` as ``StreamSession`` takes them.
+    """
+
+    headers: Mapping[str, str] | None
+    idle_timeout: float
+    deadline: float
+    limits: SSELimits | None
+    allow: Collection[str]
+    allow_incomplete: bool
+    allow_failed: bool
+
+
 async def _stream_openai(
     protocol: str,
     client: Any,
     url: str,
     body: Mapping[str, Any],
     *,
-    headers: Mapping[str, str] | None,
-    idle_timeout: float,
-    deadline: float,
+    headers: Mapping[str, str] | None = None,
+    idle_timeout: float = 60.0,
+    deadline: float = 600.0,
     **checks: Any,
 ) -> StreamRecord:
     """An OpenAI-style streamed POST (``"stream": true`` set in the body), checked."""
@@ -501,69 +522,24 @@ async def _stream_openai(
 
 
 async def stream_responses(
-    client: Any,
-    url: str,
-    body: Mapping[str, Any],
-    *,
-    headers: Mapping[str, str] | None = None,
-    idle_timeout: float = 60.0,
-    deadline: float = 600.0,
-    limits: SSELimits | None = None,
-    allow: Collection[str] = (),
-    allow_incomplete: bool = False,
-    allow_failed: bool = False,
+    client: Any, url: str, body: Mapping[str, Any], **options: Unpack[OpenAIStreamOptions]
 ) -> StreamRecord:
     """POST a Responses request (``stream`` forced on) and check the event stream.
 
-    ``client`` is an ``httpx.AsyncClient``; ``idle_timeout`` bounds the wait for the response
-    head and between body reads, ``deadline`` the whole exchange (seconds).
+    ``client`` is an ``httpx.AsyncClient``; ``options``: ``OpenAIStreamOptions``.
     """
-    return await _stream_openai(
-        "responses",
-        client,
-        url,
-        body,
-        headers=headers,
-        idle_timeout=idle_timeout,
-        deadline=deadline,
-        limits=limits,
-        allow=allow,
-        allow_incomplete=allow_incomplete,
-        allow_failed=allow_failed,
-    )
+    return await _stream_openai("responses", client, url, body, **options)
 
 
 async def stream_chat(
-    client: Any,
-    url: str,
-    body: Mapping[str, Any],
-    *,
-    headers: Mapping[str, str] | None = None,
-    idle_timeout: float = 60.0,
-    deadline: float = 600.0,
-    limits: SSELimits | None = None,
-    allow: Collection[str] = (),
-    allow_incomplete: bool = False,
-    allow_failed: bool = False,
+    client: Any, url: str, body: Mapping[str, Any], **options: Unpack[OpenAIStreamOptions]
 ) -> StreamRecord:
     """POST a Chat Completions request (``stream`` forced on) and check the chunk stream.
 
-    A choice finishing with ``length`` does not make the outcome ``incomplete``; read
-    ``record.items[k]["finish_reason"]``.
+    ``options``: ``OpenAIStreamOptions``. A choice finishing with ``length`` does not make
+    the outcome ``incomplete``; read ``record.items[k]["finish_reason"]``.
     """
-    return await _stream_openai(
-        "chat",
-        client,
-        url,
-        body,
-        headers=headers,
-        idle_timeout=idle_timeout,
-        deadline=deadline,
-        limits=limits,
-        allow=allow,
-        allow_incomplete=allow_incomplete,
-        allow_failed=allow_failed,
-    )
+    return await _stream_openai("chat", client, url, body, **options)
 
 
 async def stream_triton(

@@ -121,6 +121,19 @@ def _classes() -> dict[str, type[pydantic.BaseModel]]:
     return _CLASSES
 
 
+def check_stream_id(
+    seen: str | None, value: Any, rule: str, label: str, violate: Callable[[str, str], None]
+) -> str | None:
+    """The stream's id once ``value`` is checked: a non-empty string, the first one seen."""
+    if not isinstance(value, str) or not value:
+        violate(rule, f"{label} {value!r} is empty")
+    elif seen is None:
+        return value
+    elif value != seen:
+        violate(rule, f"{label} {value!r} != {seen!r}")
+    return seen
+
+
 def _part_text(part: Mapping[str, Any] | None) -> str | None:
     if not isinstance(part, Mapping):
         return None
@@ -488,13 +501,9 @@ class ResponsesStreamChecker:
     # ------------------------------------------------------------------ lifecycle
 
     def _check_response_id(self, response: Mapping[str, Any]) -> None:
-        rid = response.get("id")
-        if not isinstance(rid, str) or not rid:
-            self._violate("response-id", f"response.id {rid!r} is empty")
-        elif self.response_id is None:
-            self.response_id = rid
-        elif rid != self.response_id:
-            self._violate("response-id", f"response.id {rid!r} != {self.response_id!r}")
+        self.response_id = check_stream_id(
+            self.response_id, response.get("id"), "response-id", "response.id", self._violate
+        )
 
     def _on_lifecycle(self, event: Mapping[str, Any]) -> None:
         etype = event["type"]

@@ -251,59 +251,47 @@ class UpstreamBaselineStream:
 
     # -- event builders -----------------------------------------------------------------
 
+    def _item_event(self, cls: Any, type_: str, index: int, item: Any) -> Any:
+        """An ``output_item.added`` / ``.done`` event with the next sequence number."""
+        return cls.model_construct(
+            type=type_, item=item, output_index=index, sequence_number=self._next()
+        )
+
+    def _part_event(self, cls: Any, type_: str, index: int, **fields: Any) -> Any:
+        """A content-level event as upstream sends it: ``item_id`` "", content index 0."""
+        return cls.model_construct(
+            type=type_,
+            item_id="",
+            output_index=index,
+            content_index=0,
+            **fields,
+            sequence_number=self._next(),
+        )
+
     def _done_events(self, message: Any, out: list[Any]) -> None:
         if message.recipient is not None:
             return  # tool calls: no events
         index = self._output_index  # already advanced: one past the item's added event
         text = message.content[0].text if message.content else ""
         if message.channel == "analysis":
-            out.append(
-                ResponseReasoningTextDoneEvent.model_construct(
-                    type="response.reasoning_text.done",
-                    item_id="",
-                    output_index=index,
-                    content_index=0,
-                    text=text,
-                    sequence_number=self._next(),
-                )
-            )
+            done = ResponseReasoningTextDoneEvent
+            out.append(self._part_event(done, "response.reasoning_text.done", index, text=text))
             item: Any = _reasoning("", text, "completed")
         elif message.channel == "final":
             part = ResponseOutputText.model_construct(type="output_text", text=text, annotations=[])
+            done = ResponseTextDoneEvent
             out.append(
-                ResponseTextDoneEvent.model_construct(
-                    type="response.output_text.done",
-                    item_id="",
-                    output_index=index,
-                    content_index=0,
-                    text=text,
-                    logprobs=[],
-                    sequence_number=self._next(),
-                )
+                self._part_event(done, "response.output_text.done", index, text=text, logprobs=[])
             )
-            out.append(
-                ResponseContentPartDoneEvent.model_construct(
-                    type="response.content_part.done",
-                    item_id="",
-                    output_index=index,
-                    content_index=0,
-                    part=part,
-                    sequence_number=self._next(),
-                )
-            )
+            done = ResponseContentPartDoneEvent
+            out.append(self._part_event(done, "response.content_part.done", index, part=part))
             item = ResponseOutputMessage.model_construct(
                 id="", type="message", role="assistant", status="completed", content=[part]
             )
         else:
             return  # preamble: no events, the index advanced anyway
-        out.append(
-            ResponseOutputItemDoneEvent.model_construct(
-                type="response.output_item.done",
-                item=item,
-                output_index=index,
-                sequence_number=self._next(),
-            )
-        )
+        done = ResponseOutputItemDoneEvent
+        out.append(self._item_event(done, "response.output_item.done", index, item))
 
     def _delta_events(self, final: bool, delta: str, out: list[Any]) -> None:
         index = self._output_index
@@ -319,47 +307,23 @@ class UpstreamBaselineStream:
                     id="", type="reasoning", summary=[], status="in_progress"
                 )
                 part = PartReasoningText.model_construct(type="reasoning_text", text="")
-            out.append(
-                ResponseOutputItemAddedEvent.model_construct(
-                    type="response.output_item.added",
-                    item=item,
-                    output_index=index,
-                    sequence_number=self._next(),
-                )
-            )
-            out.append(
-                ResponseContentPartAddedEvent.model_construct(
-                    type="response.content_part.added",
-                    item_id="",
-                    output_index=index,
-                    content_index=0,
-                    part=part,
-                    sequence_number=self._next(),
-                )
-            )
+            added = ResponseOutputItemAddedEvent
+            out.append(self._item_event(added, "response.output_item.added", index, item))
+            added = ResponseContentPartAddedEvent
+            out.append(self._part_event(added, "response.content_part.added", index, part=part))
         if final:
             out.append(
-                ResponseTextDeltaEvent.model_construct(
-                    type="response.output_text.delta",
-                    item_id="",
-                    output_index=index,
-                    content_index=0,
+                self._part_event(
+                    ResponseTextDeltaEvent,
+                    "response.output_text.delta",
+                    index,
                     delta=delta,
                     logprobs=[],
-                    sequence_number=self._next(),
                 )
             )
         else:
-            out.append(
-                ResponseReasoningTextDeltaEvent.model_construct(
-                    type="response.reasoning_text.delta",
-                    item_id="",
-                    output_index=index,
-                    content_index=0,
-                    delta=delta,
-                    sequence_number=self._next(),
-                )
-            )
+            kind = ResponseReasoningTextDeltaEvent
+            out.append(self._part_event(kind, "response.reasoning_text.delta", index, delta=delta))
 
     def _completed(self, finish_reason: str | None) -> ResponseCompletedEvent:
         """``response.completed`` from a re-parse of every token fed (may raise)."""
