@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from trtllm_stream_fix.cli import main as cli_main
-from trtllm_stream_fix.upstream_pr import check, convert, describe, edits, layout
+from trtllm_stream_fix.upstream_pr import bench, check, convert, describe, edits, layout
 from trtllm_stream_fix.upstream_pr.changeset import SourceTreeError, build
 from trtllm_stream_fix.upstream_pr.detect import UnknownVersionError, detect
 from trtllm_stream_fix.upstream_pr.lint import Tools, find_tools
@@ -325,6 +325,27 @@ def test_description_follows_the_template_and_title_check(tree):
     assert "| before (this tree) | 3 / 4 | 1 / 6 | 2 / 6 | 1 |" in text
     assert "| after (patched) | 4 / 4 | 6 / 6 | 6 / 6 | 0 |" in text
     assert text.index("## Description") < text.index("## Test Coverage") < text.index("## Bot")
+
+
+def _bench_row(impl: str, us: float, ratio: float) -> dict:
+    return {"tokens": "300+300", "stream_interval": 20, "impl": impl, "us_per_token": us,
+            "ratio_to_floor": ratio}  # fmt: skip
+
+
+def test_benchmark_rows_say_whether_they_were_measured_on_the_patched_files():
+    measured = {
+        "before": [_bench_row("floor", 2.0, 1.0), _bench_row("upstream-real", 9.0, 4.5)],
+        "after": [_bench_row("floor", 2.1, 1.0), _bench_row("upstream-real", 1.3, 0.62)],
+        "command": bench.COMMAND,
+    }
+    text = describe.benchmark_rows(measured=measured)
+    assert "| 300+300 | 20 | 2.10 | 9.00 (4.50) | 1.30 (0.62) |" in text
+    assert "Measured by `upstream-pr --check`" in text and bench.COMMAND in text
+    recorded = describe.benchmark_rows(measured={"error": "benchmark failed"})
+    assert "Recorded rows, not measured on this tree" in recorded
+    assert "benchmark failed" in recorded
+    assert "Recorded rows" in describe.benchmark_rows()
+    assert not check.bench_result({"error": "x"}).ok and check.bench_result(measured).ok
 
 
 @pytest.mark.parametrize("ticket", ["None", "#19223", "TRTLLM-1000", "https://nvbugs/1234567"])

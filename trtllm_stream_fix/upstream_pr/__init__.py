@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; 0 on success (with ``--check``: only when every check passed)."""
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    from . import check, describe, layout, lint
+    from . import bench, check, describe, layout, lint
     from .changeset import SourceTreeError, build
     from .convert import ConversionError
     from .detect import UnknownVersionError
@@ -56,11 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             for label, run in (("unpatched", before), ("patched", after)):
                 if "error" in run:
                     change.notes.append(f"harness on the {label} tree: {run['error']}")
+            measured = bench.measure(change.root, copy) if args.check else None
             text = describe.description(
                 change,
                 before.get("stats"),
                 after.get("stats"),
                 chat=(before.get("chat"), after.get("chat")),
+                bench=measured,
             )
             text = text.replace(f"# {describe.title()}", f"# {describe.title(args.ticket)}", 1)
             written = change.write(args.out, text)
@@ -69,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 results.append(check.harness_result(after))
                 if layout.POSTPROCESS_HANDLERS in change.modified:
                     results.append(check.chat_harness_result(after))
+                results.append(check.bench_result(measured))
                 results += check.run_lint(change, copy, tools)
     except (
         SourceTreeError,

@@ -132,6 +132,18 @@ def chat_harness_result(after: dict[str, Any]) -> CheckResult:
     return CheckResult(name, ok, detail)
 
 
+def bench_result(measured: dict[str, Any] | None) -> CheckResult:
+    """The benchmark rows were measured on the tree and on the patched copy."""
+    name = "cost benchmark measured (tree and patched copy)"
+    if not measured or "error" in measured:
+        return CheckResult(name, False, (measured or {}).get("error", "not run"))
+    after = [r for r in measured["after"] if r["impl"] == "upstream-real"]
+    detail = ", ".join(
+        f"{r['tokens']}@{r['stream_interval']}: {r['us_per_token']:.2f} µs/token" for r in after
+    )
+    return CheckResult(name, True, f"after: {detail}")
+
+
 def run_lint(change: ChangeSet, copy: Path, tools: lint.Tools) -> list[CheckResult]:
     """Upstream's pinned linters on the new files and the edited lines."""
     if not tools.pinned:

@@ -4,7 +4,8 @@
 The template (``.github/pull_request_template.md``) is read from the tree when it has one;
 its ``## Description`` and ``## Test Coverage`` sections are filled in and the rest is kept.
 The before/after table comes from the harness run on the tree as it is and on the patched copy;
-the benchmark rows from this repository's latest ``benchmarks/results/cpu_event_cost.json``.
+the benchmark rows measured by ``--check`` on both (``bench.py``), else this repository's
+recorded ``benchmarks/results/cpu_event_cost.json``, labelled as recorded.
 """
 
 from __future__ import annotations
@@ -81,8 +82,15 @@ def chat_table(before: dict[str, Any] | None, after: dict[str, Any] | None) -> s
     return "\n".join(lines)
 
 
-def benchmark_rows(path: Path = BENCHMARKS) -> str:
-    """µs per output token of the real processor, unpatched and with this code, and the floor."""
+def benchmark_rows(path: Path = BENCHMARKS, measured: dict[str, Any] | None = None) -> str:
+    """µs per output token of the real processor before and after, and the parser floor.
+
+    ``measured`` (from ``bench.measure``, run by ``--check``) gives rows measured on this tree
+    and on the patched copy; without it the rows recorded in this repository are shown, and
+    labelled as such.
+    """
+    if measured and "error" not in measured:
+        return _measured_rows(measured)
     if not path.is_file():
         return "(no benchmark results in this checkout)"
     data = json.loads(path.read_text())
@@ -103,14 +111,51 @@ def benchmark_rows(path: Path = BENCHMARKS) -> str:
                 f"| {impls['plugin-real']:.2f} |"
             )
     machine = data.get("machine", {})
+    why = f" ({measured['error']})" if measured else ""
     lines.append("")
     lines.append(
-        f"CPU time per output token, median of {data.get('runs')} runs "
-        f"({machine.get('cpu', '?')}, {machine.get('cores', '?')} cores, Python "
-        f"{machine.get('python', '?')}): the real `ResponsesStreamingProcessor` driven as "
-        "`openai_server` drives it: before, and with this change's modules patched in at run "
-        "time (the same code as the diff)."
+        "Recorded rows, not measured on this tree or on the patched files"
+        f"{why}: this repository's `benchmarks/results/cpu_event_cost.json`, CPU time per "
+        f"output token, median of {data.get('runs')} runs ({machine.get('cpu', '?')}, "
+        f"{machine.get('cores', '?')} cores, Python {machine.get('python', '?')}): the real "
+        "`ResponsesStreamingProcessor` driven as `openai_server` drives it, unpatched "
+        "(before) and with this change's modules patched in at run time by the plugin (after). "
+        "Run `upstream-pr --check` to measure them on the patched files."
     )
+    return "\n".join(lines)
+
+
+def _measured_rows(measured: dict[str, Any]) -> str:
+    def cells(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
+        out: dict[tuple[str, int], dict[str, Any]] = {}
+        for row in rows:
+            out.setdefault((row["tokens"], row["stream_interval"]), {})[row["impl"]] = row
+        return out
+
+    before, after = cells(measured["before"]), cells(measured["after"])
+    lines = [
+        "| tokens (reasoning+answer) | stream_interval | parser floor µs/token "
+        "| before µs/token (× floor) | after µs/token (× floor) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for key, impls in after.items():
+        old, new = before.get(key, {}).get("upstream-real"), impls.get("upstream-real")
+        if old is None or new is None or "floor" not in impls:
+            continue
+        lines.append(
+            f"| {key[0]} | {key[1]} | {impls['floor']['us_per_token']:.2f} "
+            f"| {old['us_per_token']:.2f} ({old['ratio_to_floor']:.2f}) "
+            f"| {new['us_per_token']:.2f} ({new['ratio_to_floor']:.2f}) |"
+        )
+    lines += [
+        "",
+        "Measured by `upstream-pr --check` on this tree (before) and on the patched copy "
+        f"(after, no plugin): `{measured['command']}` with `TRTLLM_SOURCE_DIR` naming each. "
+        "CPU time of the real `ResponsesStreamingProcessor` per output token, driven as "
+        "`openai_server` drives it (median of 5 runs; × floor: the median ratio to a bare "
+        "`StreamableParser.process` + `last_content_delta` run timed just before, in the same "
+        "process).",
+    ]
     return "\n".join(lines)
 
 
@@ -119,6 +164,7 @@ def _description(
     before: dict[str, Any] | None,
     after: dict[str, Any] | None,
     chat: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None),
+    bench: dict[str, Any] | None = None,
 ) -> str:
     stats = change.stats()
     new_modules = sorted(p for p in change.new_files if p.startswith("tensorrt_llm/"))
@@ -163,7 +209,7 @@ def _description(
         "",
         "**Benchmark.**",
         "",
-        benchmark_rows(),
+        benchmark_rows(measured=bench),
         "",
         f"Diff: {len(change.modified)} files edited, {len(change.new_files)} added "
         f"({len(new_modules)} under `tensorrt_llm/`), {added} lines added.",
@@ -247,13 +293,14 @@ def description(
     before: dict[str, Any] | None,
     after: dict[str, Any] | None,
     chat: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None),
+    bench: dict[str, Any] | None = None,
 ) -> str:
     """The PR text: title line, then the template with its two sections filled in."""
     template_path = change.root / TEMPLATE
     template = template_path.read_text(encoding="utf-8") if template_path.is_file() else ""
     body = _COMMENT.sub("", template)
     filled = {
-        "## Description": _description(change, before, after, chat),
+        "## Description": _description(change, before, after, chat, bench),
         "## Test Coverage": _coverage(change),
     }
     if not all(header in body for header in filled):

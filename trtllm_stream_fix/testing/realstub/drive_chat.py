@@ -64,7 +64,13 @@ def run_chat(outputs: list[Any]) -> dict[str, Any]:
     """Per output: 1 and 20 tokens per response, inline and pickled; counts of the checks."""
     from tensorrt_llm.serve import openai_protocol, postprocess_handlers
 
-    from ..chat_differential import chat_visible, check_chat_payloads, completion_view, stream_view
+    from ..chat_differential import (
+        chat_visible,
+        check_chat_payloads,
+        completion_view,
+        stream_view,
+        strict_chat_violations,
+    )
     from ..chat_oracle import SDKRejected, sdk_accumulate_chat
     from ..synthetic import engine_responses
 
@@ -83,6 +89,8 @@ def run_chat(outputs: list[Any]) -> dict[str, Any]:
             answer = postprocess_handlers.chat_harmony_post_processor(result, answer_args)
             tally["response_type"] = f"{type(answer).__module__}.{type(answer).__qualname__}"
             expected = completion_view(json.loads(json.dumps(answer.model_dump(), default=str)))
+        except ValueError as exc:  # a generation that cannot complete: the stream's error
+            expected = ("error", str(exc))
         except Exception as exc:  # the unpatched code can raise; counted, not fatal
             expected = ("raised", repr(exc))
         for split in (1, 20):
@@ -109,10 +117,11 @@ def run_chat(outputs: list[Any]) -> dict[str, Any]:
                 reference = reference or visible
                 tally["identical"] += visible == reference
                 check = check_chat_payloads(payloads)
-                if check.ok:
+                violations = strict_chat_violations(check)  # an error payload may end it
+                if not violations:
                     tally["strict"] += 1
                 elif len(examples) < 5:
-                    examples.append(f"{output.name} @ {split}: {check.violations[:1]}")
+                    examples.append(f"{output.name} @ {split}: {violations[:1]}")
                 try:
                     sdk_accumulate_chat(payloads)
                     tally["sdk"] += 1
