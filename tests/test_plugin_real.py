@@ -145,6 +145,7 @@ def test_with_the_plugin_every_non_streaming_body_is_a_complete_response(real):
     assert fixed["complete"] == fixed["bodies"], fixed["examples"]
     assert fixed["raised"] == 0, fixed["examples"]
     assert upstream["complete"] == 0, upstream["examples"]
+    assert set(upstream["keys"]) - set(fixed["keys"]) == set()  # no key upstream sends dropped
 
 
 def test_without_the_plugin_real_upstream_fails_the_same_checks(real):

@@ -160,19 +160,21 @@ def run_all(outputs: list[Any]) -> dict[str, Any]:
 
 def body_schema(outputs: list[Any]) -> dict[str, Any]:
     """Per output, the non-streaming body inline and from a worker (stream_interval 20),
-    checked against OpenAI's recorded schema: counts of bodies, complete ones, problems."""
+    checked against OpenAI's recorded schema: counts of bodies, complete ones, problems, and
+    the top-level keys the bodies carried (``keys``)."""
     from trtllm_stream_fix.testing import openai_schema
     from trtllm_stream_fix.testing.realstub.matrix import non_streaming_body, sent_body
 
     stats: dict[str, Any] = {"bodies": 0, "complete": 0, "raised": 0, "problems": 0}
     stats["examples"] = []
+    keys: set[str] = set()  # every top-level key a body carried
     for output in outputs:
         for workers in (False, True):
             stats["bodies"] += 1
             try:
-                problems = openai_schema.missing_keys(
-                    sent_body(non_streaming_body(output, 20, workers, False)[0])
-                )
+                body = sent_body(non_streaming_body(output, 20, workers, False)[0])
+                keys |= set(body)
+                problems = openai_schema.missing_keys(body)
             except Exception as exc:
                 stats["raised"] += 1
                 problems = [f"raised {type(exc).__name__}: {exc}"]
@@ -180,6 +182,7 @@ def body_schema(outputs: list[Any]) -> dict[str, Any]:
             stats["problems"] += len(problems)
             if problems and len(stats["examples"]) < 5:
                 stats["examples"].append(f"{output.name} seed={output.seed}: {problems[0]}")
+    stats["keys"] = sorted(keys)
     return stats
 
 
