@@ -4,6 +4,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
+import socket
+import time
+from typing import Any
 
 import httpx
 import pytest
@@ -80,3 +85,91 @@ def test_stalled_server_times_out_and_frees_the_stream(base_url):
             break
         asyncio.run(asyncio.sleep(0.05))
     assert httpx.get(f"{base_url}/health").json()["active_streams"] == 0
+
+
+class _Records(logging.Handler):
+    """Every log record of the server (its own loggers and uvicorn's)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def wait_for(self, predicate: Any, timeout: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(predicate(r) for r in list(self.records)):
+                return True
+            time.sleep(0.02)
+        return False
+
+
+@pytest.fixture
+def logged_server():
+    records = _Records()
+    app = create_app(EngineConfig(stream_interval=1, tokens_per_second=200))
+    with serve_in_thread(app, log_level="info") as url:
+        loggers = [logging.getLogger(), logging.getLogger("uvicorn")]
+        for logger in loggers:
+            logger.addHandler(records)
+        previous = logging.getLogger("trtllm_stream_fix").level
+        logging.getLogger("trtllm_stream_fix").setLevel(logging.INFO)
+        try:
+            yield url, records
+        finally:
+            logging.getLogger("trtllm_stream_fix").setLevel(previous)
+            for logger in loggers:
+                logger.removeHandler(records)
+
+
+def _tracebacks(records: _Records) -> list[str]:
+    return [
+        f"{r.name}: {r.getMessage()}"
+        for r in records.records
+        if r.exc_info or "Traceback" in r.getMessage()
+    ]
+
+
+def _connect(url: str) -> socket.socket:
+    host, port = url.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=10)
+
+
+def test_a_client_that_leaves_mid_body_is_one_log_line(logged_server):
+    url, records = logged_server
+    with _connect(url) as sock:
+        sock.sendall(
+            b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n"
+            b'Content-Type: application/json\r\n\r\n{"model":"gpt-oss-20b","input"'
+        )
+    seen = records.wait_for(lambda r: "disconnect" in r.getMessage() or r.exc_info)
+    assert seen, [r.getMessage() for r in records.records]
+    assert httpx.get(f"{url}/health", timeout=10).status_code == 200
+    assert _tracebacks(records) == []
+    lines = [r for r in records.records if "disconnect" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].levelno <= logging.INFO, lines
+
+
+@pytest.mark.parametrize("path", ["/v1/responses", "/v1/chat/completions"])
+def test_a_client_that_leaves_mid_stream_logs_no_traceback(logged_server, path):
+    url, records = logged_server
+    body = {"model": "gpt-oss-20b", "stream": True, "scenario": "reasoning_answer"}
+    turn = {"role": "user", "content": "x"}
+    body |= {"input": "x"} if path == "/v1/responses" else {"messages": [turn]}
+    raw = json.dumps(body).encode()
+    with _connect(url) as sock:
+        sock.sendall(
+            b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+            b"Content-Type: application/json\r\n\r\n%s" % (path.encode(), len(raw), raw)
+        )
+        assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+    # The stream's state is released once the server notices the client left.
+    deadline = time.monotonic() + 10
+    while httpx.get(f"{url}/health", timeout=10).json()["active_streams"] and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    assert httpx.get(f"{url}/health", timeout=10).json()["active_streams"] == 0
+    assert _tracebacks(records) == []

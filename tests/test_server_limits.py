@@ -126,7 +126,7 @@ def test_every_bad_request_is_a_400_with_an_openai_error(base_url, name, body, p
 
 
 @pytest.mark.parametrize("path", ["/v1/responses", "/v1/chat/completions"])
-@pytest.mark.parametrize("seed", ["abc", "7.5", "", "9" * 5000])
+@pytest.mark.parametrize("seed", ["abc", "7.5", "", "9" * 500])
 def test_a_metadata_seed_that_is_not_an_integer_is_named(base_url, path, seed):
     body = {"model": MODEL, "metadata": {"seed": seed}}
     body |= (
@@ -307,3 +307,195 @@ def test_an_endless_request_head_is_cut_at_the_header_bound():
             except TimeoutError:
                 pytest.fail("the server buffered an 8 KiB incomplete head and kept waiting")
         assert answer.startswith(b"HTTP/1.1 400")
+
+
+# -- integers, strings, metadata, conversation state -------------------------------------
+
+_CHAT = "/v1/chat/completions"
+
+
+def _post_raw(url: str, path: str, raw: bytes) -> httpx.Response:
+    return httpx.post(
+        f"{url}{path}", content=raw, headers={"content-type": "application/json"}, timeout=30
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "param", "value"),
+    [
+        ("/v1/responses", "max_output_tokens", 99999999999999999999),
+        ("/v1/responses", "max_output_tokens", 2**63),
+        ("/v1/responses", "top_logprobs", 2**70),
+        ("/v1/responses", "top_logprobs", 21),
+        ("/v1/responses", "max_tool_calls", 2**64),
+        ("/v1/responses", "seed", 2**64),
+        (_CHAT, "max_tokens", 99999999999999999999),
+        (_CHAT, "max_completion_tokens", 2**64),
+        (_CHAT, "seed", -(2**64)),
+    ],
+)
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_integer_out_of_range_is_a_400_naming_it(base_url, path, param, value, stream):
+    body: dict[str, Any] = {"model": MODEL, "stream": stream, param: value}
+    body |= {"input": "hi"} if path != _CHAT else {"messages": [{"role": "user", "content": "hi"}]}
+    error = _assert_openai_error(_post_raw(base_url, path, json.dumps(body).encode()), 400)
+    assert error["param"] == param, error
+    assert error["code"] == "invalid_value", error
+
+
+def test_an_integer_beyond_64_bits_anywhere_is_a_400_with_its_path(base_url):
+    body = {"model": MODEL, "input": "hi", "prompt": {"id": "p", "variables": {"n": 2**80}}}
+    error = _assert_openai_error(_post(base_url, body), 400)
+    assert error["param"] == "prompt.variables.n", error
+
+
+def test_model_to_json_never_turns_integers_into_floats():
+    from trtllm_stream_fix.core.context import ResponseContext
+    from trtllm_stream_fix.core.response import build_response
+    from trtllm_stream_fix.core.sse import model_to_json
+
+    context = ResponseContext.new(
+        created_at=1796122733, clock=lambda: 1796122734, max_output_tokens=2**70
+    )
+    response = build_response(context, [], [], status="completed")
+    decoded = json.loads(model_to_json(response))
+    assert decoded["created_at"] == 1796122733 and isinstance(decoded["created_at"], int)
+    assert decoded["completed_at"] == 1796122734 and isinstance(decoded["completed_at"], int)
+    assert decoded["max_output_tokens"] == 2**70
+    response.instructions = "lone \ud800 surrogate"  # never sent: still valid JSON text
+    assert json.loads(model_to_json(response))["instructions"] == "lone \ud800 surrogate"
+
+
+_LONE = "@lone@"  # replaced by a lone surrogate's JSON escape in the request text
+_HI = [{"role": "user", "content": "hi"}]
+
+
+def _surrogate_cases() -> list[tuple[str, str, str]]:
+    """``(endpoint, JSON body with a lone surrogate escape, param)``."""
+    fn = {"type": "function", "name": "f"}
+    deep = {"type": "object", "properties": {"a": {"description": _LONE}}}
+    part = {"type": "input_text", "text": _LONE}
+    responses = [
+        ({"input": _LONE}, "input"),
+        ({"instructions": _LONE}, "instructions"),
+        ({"input": [{"role": "user", "content": [part]}]}, "input[0].content[0].text"),
+        ({"tools": [{**fn, "description": _LONE}]}, "tools[0].description"),
+        ({"tools": [{**fn, "parameters": deep}]}, "tools[0].parameters.properties.a.description"),
+        ({"tools": [{**fn, "name": _LONE}]}, "tools[0].name"),
+        ({"metadata": {"k": _LONE}}, "metadata.k"),
+        ({"metadata": {_LONE: "v"}}, "metadata"),
+        ({"user": _LONE}, "user"),
+        ({"prompt_cache_key": _LONE}, "prompt_cache_key"),
+    ]
+    chat = [
+        ({"messages": [{"role": "user", "content": _LONE}]}, "messages[0].content"),
+        (
+            {"tools": [{"type": "function", "function": {"name": "f", "description": _LONE}}]},
+            "tools[0].function.description",
+        ),
+        ({"user": _LONE}, "user"),
+    ]
+
+    def raw(fields: dict[str, Any], base: dict[str, Any]) -> str:
+        return json.dumps({"model": MODEL, **base, **fields}).replace(_LONE, "\\ud800xyz")
+
+    return [("/v1/responses", raw(f, {"input": "hi"}), p) for f, p in responses] + [
+        (_CHAT, raw(f, {"messages": _HI}), p) for f, p in chat
+    ]
+
+
+@pytest.mark.parametrize(("path", "raw", "param"), _surrogate_cases(), ids=lambda v: str(v)[:40])
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_lone_surrogate_in_any_string_is_a_400_naming_it(base_url, path, raw, param, stream):
+    if stream:
+        raw = raw[:-1] + ', "stream": true}'
+    error = _assert_openai_error(_post_raw(base_url, path, raw.encode()), 400)
+    assert error["param"] == param, error
+    assert error["code"] == "invalid_value", error
+    assert "surrogate" in error["message"] and "codec" not in error["message"], error
+
+
+@pytest.mark.parametrize(
+    ("metadata", "param", "code"),
+    [
+        ({f"k{i}": "v" for i in range(17)}, "metadata", "object_above_max_properties"),
+        ({"k" * 65: "v"}, "metadata", "string_above_max_length"),
+        ({"k": "v" * 513}, "metadata.k", "string_above_max_length"),
+    ],
+)
+@pytest.mark.parametrize("path", ["/v1/responses", _CHAT])
+def test_metadata_beyond_openai_bounds_is_a_400(base_url, metadata, param, code, path):
+    body: dict[str, Any] = {"model": MODEL, "metadata": metadata}
+    body |= {"input": "hi"} if path != _CHAT else {"messages": [{"role": "user", "content": "hi"}]}
+    error = _assert_openai_error(_post_raw(base_url, path, json.dumps(body).encode()), 400)
+    assert (error["param"], error["code"]) == (param, code), error
+
+
+def test_metadata_at_openai_bounds_is_served(base_url):
+    metadata = {f"{i:02d}" + "k" * 62: "v" * 512 for i in range(16)}
+    assert _post(base_url, {"model": MODEL, "input": "hi", "metadata": metadata}).status_code == 200
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_unknown_previous_response_id_is_openais_400(base_url, stream):
+    body = {"model": MODEL, "input": "hi", "previous_response_id": "resp_nope", "stream": stream}
+    error = _assert_openai_error(_post(base_url, body), 400)
+    assert error == {
+        "message": "Previous response with id 'resp_nope' not found.",
+        "type": "invalid_request_error",
+        "param": "previous_response_id",
+        "code": "previous_response_not_found",
+    }
+
+
+def _response_id(url: str, body: dict[str, Any]) -> str:
+    if not body.get("stream"):
+        response = _post(url, body)
+        assert response.status_code == 200, response.text
+        return response.json()["id"]
+    with httpx.stream("POST", f"{url}/v1/responses", json=body, timeout=30) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            if line.startswith("data: ") and '"response.completed"' in line:
+                return json.loads(line[6:])["response"]["id"]
+    raise AssertionError("no response.completed")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_stored_response_continues_and_an_unstored_one_is_not_found(base_url, stream):
+    first = _response_id(base_url, {"model": MODEL, "input": "hi", "stream": stream})
+    follow = {"model": MODEL, "input": "and then?", "previous_response_id": first}
+    assert _post(base_url, follow).status_code == 200
+    unstored = _response_id(base_url, {"model": MODEL, "input": "hi", "store": False})
+    error = _assert_openai_error(_post(base_url, {**follow, "previous_response_id": unstored}), 400)
+    assert error["code"] == "previous_response_not_found"
+
+
+TOOL = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+
+
+def test_a_function_call_output_without_its_call_is_openais_400(base_url):
+    body = {
+        "model": MODEL,
+        "input": [{"type": "function_call_output", "call_id": "nope", "output": "x"}],
+    }
+    error = _assert_openai_error(_post(base_url, body), 400)
+    assert error["message"] == "No tool call found for function call output with call_id nope."
+    assert error["param"] == "input"
+
+
+def test_a_function_call_output_answers_a_call_of_the_previous_response(base_url):
+    first = _post(
+        base_url,
+        {"model": MODEL, "input": "weather?", "tools": [TOOL], "tool_choice": "required"},
+    ).json()
+    call = next(item for item in first["output"] if item["type"] == "function_call")
+    output = {"type": "function_call_output", "call_id": call["call_id"], "output": "sunny"}
+    body = {"model": MODEL, "input": [output], "tools": [TOOL], "previous_response_id": first["id"]}
+    answer = _post(base_url, body)
+    assert answer.status_code == 200, answer.text
+    texts = [p["text"] for i in answer.json()["output"] for p in i.get("content") or ()]
+    assert any("get_weather returned sunny" in t for t in texts), texts
+    # Without the previous response, the same output names no call of the conversation.
+    body.pop("previous_response_id")
+    assert _assert_openai_error(_post(base_url, body), 400)["param"] == "input"

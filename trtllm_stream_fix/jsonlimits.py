@@ -1,10 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Bounds for untrusted JSON: decoding that never raises past ``ValueError``, nesting depth.
+"""Bounds for untrusted JSON: decoding that never raises past ``ValueError``, nesting depth,
+values that cannot be sent back (lone surrogates, integers beyond 64 bits).
 
 Python's ``json`` raises ``RecursionError`` for deep nesting and a bare ``ValueError`` for
 integers over 4,300 digits; :func:`loads` turns both into :class:`JSONLimitError` (a
 ``ValueError``), so callers catch one exception. :func:`too_deep` walks iteratively, so a
 value nested past the interpreter's recursion limit can still be measured.
+:func:`first_unsendable` finds the first string that is not Unicode text (a lone surrogate,
+which ``\\ud800`` escapes decode to) or integer beyond 64 bits, with its path, so a server
+can refuse it by name instead of failing when it echoes it.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import json
 import sys
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "JSONLimitError", "loads", "too_deep"]
+__all__ = ["MAX_DEPTH", "JSONLimitError", "first_unsendable", "json_path", "loads", "too_deep"]
 
 #: Nesting depth accepted by default (objects and arrays; a scalar has depth 0).
 MAX_DEPTH = 128
@@ -39,6 +43,54 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
             return True
         stack.extend((child, depth + 1) for child in children)
     return False
+
+
+#: Integers accepted in values: what a 64-bit JSON encoder (orjson) writes.
+INT_RANGE = (-(2**63), 2**64 - 1)
+Path = tuple[str | int, ...]
+
+
+def _unsendable(node: Any) -> str | None:
+    if type(node) is str:
+        if node.isascii():
+            return None
+        try:
+            node.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"contains a lone surrogate ({node[exc.start]!r}), which is not Unicode text"
+        return None
+    if type(node) is int and not INT_RANGE[0] <= node <= INT_RANGE[1]:
+        return "is an integer beyond 64 bits"
+    return None
+
+
+def first_unsendable(value: Any) -> tuple[Path, str] | None:
+    """``(path, problem)`` of the first string or integer in ``value`` that cannot be sent
+    back as JSON, else None. A bad object key is reported at the object's path."""
+    stack: list[tuple[Any, Path]] = [(value, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            for key, child in reversed(node.items()):
+                problem = _unsendable(key)
+                if problem:
+                    return path, f"has a key that {problem}"
+                stack.append((child, (*path, key)))
+        elif isinstance(node, list):
+            stack.extend((child, (*path, k)) for k, child in reversed(list(enumerate(node))))
+        else:
+            problem = _unsendable(node)
+            if problem:
+                return path, problem
+    return None
+
+
+def json_path(path: Path) -> str:
+    """``("tools", 0, "name")`` -> ``"tools[0].name"``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
 
 
 def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:

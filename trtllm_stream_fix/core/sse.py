@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -46,12 +47,15 @@ def model_to_json(model: Any) -> str:
     """``model`` as compact JSON: every field, ``null`` where unset, as OpenAI's API sends.
 
     orjson over the models' own fields: several times cheaper than pydantic's serialiser,
-    and the same JSON as ``model_dump_json(by_alias=True)`` (tested).
+    and the same JSON as ``model_dump_json(by_alias=True)`` (tested). What orjson refuses
+    (an integer beyond 64 bits, a lone surrogate) goes through the standard ``json`` module
+    over the same fields: integers stay integers (pydantic's serialiser would write a
+    ``float`` field's integer as ``1.0``) and a surrogate is written as its ``\\u`` escape.
     """
     try:
         return json_dumps(model, default=_model_fields).decode()
     except TypeError:
-        return model.model_dump_json(by_alias=True, warnings=False)
+        return json.dumps(model, default=_model_fields, separators=(",", ":"))
 
 
 def event_to_json(event: Any) -> str:

@@ -32,7 +32,17 @@ from ..core.chat_machine import (
 from ..defaults import random_id
 from .engine import Generation, SimulatedEngine
 from .limits import ServerLimits
-from .protocol import RequestError, decode_body, error_body, input_text, select_generation
+from .protocol import (
+    MAX_TOKENS,
+    MAX_TOP_LOGPROBS,
+    SEED_RANGE,
+    RequestError,
+    check_metadata,
+    decode_body,
+    error_body,
+    input_text,
+    select_generation,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +66,9 @@ class ChatRequest(BaseModel):
     messages: list[dict[str, Any]] = Field(min_length=1)
     stream: bool = False
     stream_options: StreamOptions | None = None
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    max_completion_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    top_logprobs: int | None = Field(default=None, ge=0, le=MAX_TOP_LOGPROBS)
     n: int = Field(default=1, ge=1, le=1)
     tools: list[dict[str, Any]] | None = None
     tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None = None
@@ -65,7 +76,7 @@ class ChatRequest(BaseModel):
     top_p: float | None = Field(default=None, ge=0, le=1)
     metadata: dict[str, str] | None = None
     scenario: str | None = None
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=SEED_RANGE[0], le=SEED_RANGE[1])
     stream_interval: int | None = Field(default=None, ge=1, le=4096)
 
 
@@ -87,6 +98,7 @@ class _ChatTool(BaseModel):
 def parse_chat_request(raw: bytes, *, max_depth: int = 64) -> ChatRequest:
     """Decode and validate a chat request body; raises :class:`RequestError` (400)."""
     request = decode_body(raw, ChatRequest, max_depth=max_depth)
+    check_metadata(request.metadata)
     if request.stream_options is not None and not request.stream:
         raise RequestError(
             400, "stream_options can only be set if stream is true", param="stream_options"

@@ -16,6 +16,7 @@ __all__ = [
     "FAULTS",
     "RequestError",
     "ResponsesRequest",
+    "check_metadata",
     "decode_body",
     "error_body",
     "input_text",
@@ -26,6 +27,14 @@ __all__ = [
 
 _Model = TypeVar("_Model", bound=BaseModel)
 _SEED = re.compile(r"\s*[+-]?[0-9]{1,64}\s*")
+#: Bounds of integer request fields (a clear 400 naming the field beyond them).
+MAX_TOKENS = 2**31 - 1
+MAX_TOP_LOGPROBS = 20
+SEED_RANGE = (-(2**63), 2**63 - 1)
+#: OpenAI's bounds for ``metadata``.
+METADATA_MAX_PAIRS = 16
+METADATA_MAX_KEY_CHARS = 64
+METADATA_MAX_VALUE_CHARS = 512
 
 FAULTS: tuple[str, ...] = (
     "drop",
@@ -54,7 +63,11 @@ class ResponsesRequest(BaseModel):
     input: str | list[dict[str, Any]]
     stream: bool = False
     instructions: str | None = None
-    max_output_tokens: int | None = Field(default=None, ge=1)
+    max_output_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    max_tool_calls: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
+    top_logprobs: int | None = Field(default=None, ge=0, le=MAX_TOP_LOGPROBS)
+    previous_response_id: str | None = None
+    store: bool = True
     tools: list[dict[str, Any]] = Field(default_factory=list)
     tool_choice: str | dict[str, Any] = "auto"
     parallel_tool_calls: bool = True
@@ -63,7 +76,7 @@ class ResponsesRequest(BaseModel):
     reasoning: dict[str, Any] | None = None  # ``effort`` sets the reasoning's length
     metadata: dict[str, str] | None = None
     scenario: str | None = None
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=SEED_RANGE[0], le=SEED_RANGE[1])
     stream_interval: int | None = Field(default=None, ge=1, le=4096)
     sim_fault: Literal[FAULTS] | None = None  # type: ignore[valid-type]
 
@@ -77,6 +90,15 @@ def decode_body(raw: bytes, model: type[_Model], *, max_depth: int = 64) -> _Mod
         raise RequestError(400, f"request body: {exc}", code="invalid_json") from None
     if not isinstance(data, dict):
         raise RequestError(400, "request body must be a JSON object", code="invalid_json")
+    unsendable = jsonlimits.first_unsendable(data)
+    if unsendable is not None:
+        param = jsonlimits.json_path(unsendable[0]) or None
+        raise RequestError(
+            400,
+            f"invalid request: {param or 'the body'} {unsendable[1]}",
+            param=param,
+            code="invalid_value",
+        )
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -92,9 +114,41 @@ def parse_request(raw: bytes, *, max_depth: int = 64) -> ResponsesRequest:
     """Decode and validate a request body (tools and input items included); raises
     :class:`RequestError` (400), also for JSON nested deeper than ``max_depth``."""
     request = decode_body(raw, ResponsesRequest, max_depth=max_depth)
+    check_metadata(request.metadata)
     validate_tools(request.tools)
     validate_input(request.input)
     return request
+
+
+def _too_long(what: str, limit: int, length: int) -> RequestError:
+    return RequestError(
+        400,
+        f"Invalid '{what}': string too long. Expected a string with maximum length {limit}, "
+        f"but got a string with length {length} instead.",
+        param=what,
+        code="string_above_max_length",
+    )
+
+
+def check_metadata(metadata: dict[str, str] | None) -> None:
+    """Raise :class:`RequestError` (400, OpenAI's wording) for ``metadata`` past OpenAI's
+    bounds: at most 16 pairs, keys up to 64 characters, values up to 512."""
+    if not metadata:
+        return
+    if len(metadata) > METADATA_MAX_PAIRS:
+        raise RequestError(
+            400,
+            "Invalid 'metadata': too many properties. Expected an object with at most "
+            f"{METADATA_MAX_PAIRS} properties, but got an object with {len(metadata)} "
+            "properties instead.",
+            param="metadata",
+            code="object_above_max_properties",
+        )
+    for key, value in metadata.items():
+        if len(key) > METADATA_MAX_KEY_CHARS:
+            raise _too_long("metadata", METADATA_MAX_KEY_CHARS, len(key))
+        if len(value) > METADATA_MAX_VALUE_CHARS:
+            raise _too_long(f"metadata.{key}", METADATA_MAX_VALUE_CHARS, len(value))
 
 
 def selection(body: Any) -> tuple[str | None, int | None]:

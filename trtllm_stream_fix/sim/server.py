@@ -20,6 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from ..core import events as ev
 from ..core.config import StreamConfig
@@ -31,6 +32,7 @@ from ..core.response import build_response as build_response_object
 from ..core.response import request_echo, typed_tools
 from ..core.sse import format_sse, model_to_json
 from ..defaults import random_id
+from .conversations import ResponseStore, conversation_calls, engine_input
 from .engine import EngineConfig, Generation, SimulatedEngine
 from .faults import inject
 from .limits import ServerLimits, check_input_size, count_prompt_tokens
@@ -50,6 +52,8 @@ DEFAULT_MODELS = ("gpt-oss-20b", "gpt-oss-120b")
 DEFAULT_MAX_BODY_BYTES = ServerLimits.max_body_bytes
 #: Prompts up to this many characters are tokenised on the event loop (tens of µs).
 INLINE_PROMPT_CHARS = 4096
+#: Event types that end a Responses stream (the stored response is taken from them).
+TERMINAL_TYPES = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
 class StreamGauge:
@@ -68,15 +72,31 @@ class StreamGauge:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, or :class:`RequestError` 413 once it exceeds ``limit`` bytes."""
+    """The request body, or :class:`RequestError` 413 once it exceeds ``limit`` bytes.
+
+    A client that disconnects before its body is complete is logged in one line (it is not
+    an error of the server) and answered 400, which nobody reads.
+    """
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise RequestError(413, f"request body exceeds {limit} bytes", code="body_too_large")
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise RequestError(413, f"request body exceeds {limit} bytes", code="body_too_large")
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise RequestError(
+                    413, f"request body exceeds {limit} bytes", code="body_too_large"
+                )
+    except ClientDisconnect:
+        logger.info(
+            "client disconnected while sending its request to %s (%d bytes received)",
+            request.url.path,
+            len(body),
+        )
+        raise RequestError(
+            400, "client disconnected before the request body was complete"
+        ) from None
     return bytes(body)
 
 
@@ -108,8 +128,13 @@ class _Streamer:
         )
 
     async def chunks(
-        self, context: ResponseContext, generation: Generation, interval: int | None
+        self,
+        context: ResponseContext,
+        generation: Generation,
+        interval: int | None,
+        on_end: Callable[[Any], None] = lambda response: None,
     ) -> AsyncIterator[str]:
+        """The SSE chunks; ``on_end`` gets the Response of the terminal event."""
         stream = self._stream_object(context)
         sent: list[Any] = list(stream.start())
         yield "".join(format_sse(event) for event in sent)
@@ -125,10 +150,13 @@ class _Streamer:
                 # Upstream's stream guard turns an escaping exception into error + failed.
                 logger.warning("upstream-equivalent stream raised: %r", exc)
                 failed = _failed_events(context, f"{type(exc).__name__}: {exc}", next_seq)
+                on_end(failed[-1].response)
                 yield "".join(format_sse(event) for event in failed)
                 return
             if events:
                 next_seq = events[-1].sequence_number + 1
+                if events[-1].type in TERMINAL_TYPES:
+                    on_end(events[-1].response)
                 yield "".join(format_sse(event) for event in events)
             if response.finished:
                 return
@@ -232,6 +260,7 @@ def create_app(
     engine = SimulatedEngine(engine_config)
     streamer = _Streamer(engine, generator, stream_config, encoding)
     gauge = StreamGauge()
+    store = ResponseStore()
     started = int(time.time())
 
     app = FastAPI(
@@ -245,6 +274,7 @@ def create_app(
     app.state.limits = limits
     app.state.engine = engine
     app.state.generator = generator
+    app.state.store = store
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
@@ -274,10 +304,11 @@ def create_app(
                 raise RequestError(
                     400, "fault injection is disabled on this server", param="sim_fault"
                 )
+            calls = conversation_calls(store, body.previous_response_id, body.input)
             generation = select_generation(
                 engine,
                 body,
-                body.input,
+                engine_input(body.input, calls),
                 max_output_tokens=body.max_output_tokens,
                 tools=body.tools,
                 tool_choice=body.tool_choice,
@@ -294,6 +325,11 @@ def create_app(
                 status_code=503,
             )
         context = _context(body, num_prompt_tokens)
+
+        def stored(response: Any) -> None:
+            if body.store:
+                store.record(response.id, calls, response.output)
+
         if not body.stream:
             response = build_response(
                 context,
@@ -303,8 +339,11 @@ def create_app(
                 encoding=encoding,
                 new_id=random_id,
             )
+            stored(response)
             return Response(model_to_json(response), media_type="application/json")
-        chunks: AsyncIterator[Any] = streamer.chunks(context, generation, body.stream_interval)
+        chunks: AsyncIterator[Any] = streamer.chunks(
+            context, generation, body.stream_interval, stored
+        )
         if body.sim_fault:
             chunks = inject(body.sim_fault, chunks)
         # The first chunk (created + in_progress, echoing the request) is built before the
