@@ -46,6 +46,8 @@ from .protocol import (
 )
 
 logger = logging.getLogger(__name__)
+#: Connection events (a client that left) go where uvicorn logs its own, at ``--log-level``.
+connection_logger = logging.getLogger("uvicorn.error")
 
 Generator = Literal["ours", "upstream"]
 DEFAULT_MODELS = ("gpt-oss-20b", "gpt-oss-120b")
@@ -89,7 +91,7 @@ async def read_body(request: Request, limit: int) -> bytes:
                     413, f"request body exceeds {limit} bytes", code="body_too_large"
                 )
     except ClientDisconnect:
-        logger.info(
+        connection_logger.info(
             "client disconnected while sending its request to %s (%d bytes received)",
             request.url.path,
             len(body),
