@@ -14,10 +14,21 @@ can refuse it by name instead of failing when it echoes it.
 from __future__ import annotations
 
 import json
+import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "JSONLimitError", "first_unsendable", "json_path", "loads", "too_deep"]
+__all__ = [
+    "MAX_DEPTH",
+    "JSONLimitError",
+    "first_unsendable",
+    "in_int_range",
+    "json_path",
+    "loads",
+    "may_hold_surrogates",
+    "too_deep",
+]
 
 #: Nesting depth accepted by default (objects and arrays; a scalar has depth 0).
 MAX_DEPTH = 128
@@ -48,6 +59,20 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
 #: Integers accepted in values: what a 64-bit JSON encoder (orjson) writes.
 INT_RANGE = (-(2**63), 2**64 - 1)
 Path = tuple[str | int, ...]
+_SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")
+
+
+def may_hold_surrogates(text: str | bytes) -> bool:
+    """False if the JSON ``text`` has no surrogate escape, so no decoded string can hold a
+    lone surrogate (a quick scan that spares :func:`first_unsendable`'s walk)."""
+    if isinstance(text, str):
+        text = text.encode("utf-8", "surrogatepass")
+    return _SURROGATE_ESCAPE.search(text) is not None
+
+
+def in_int_range(value: int) -> bool:
+    """Whether ``value`` is an integer a 64-bit JSON encoder writes (:data:`INT_RANGE`)."""
+    return INT_RANGE[0] <= value <= INT_RANGE[1]
 
 
 def _unsendable(node: Any) -> str | None:
@@ -59,7 +84,7 @@ def _unsendable(node: Any) -> str | None:
         except UnicodeEncodeError as exc:
             return f"contains a lone surrogate ({node[exc.start]!r}), which is not Unicode text"
         return None
-    if type(node) is int and not INT_RANGE[0] <= node <= INT_RANGE[1]:
+    if type(node) is int and not in_int_range(node):
         return "is an integer beyond 64 bits"
     return None
 
@@ -93,10 +118,13 @@ def json_path(path: Path) -> str:
     return out
 
 
-def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
-    """``json.loads`` that raises only :class:`JSONLimitError` for unacceptable input."""
+def loads(
+    text: str | bytes, *, max_depth: int = MAX_DEPTH, parse_int: Callable[[str], Any] | None = None
+) -> Any:
+    """``json.loads`` that raises only :class:`JSONLimitError` for unacceptable input
+    (``parse_int`` as ``json.loads``'s)."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_int=parse_int)
     except RecursionError:
         raise JSONLimitError("JSON nested too deep") from None
     except json.JSONDecodeError as exc:

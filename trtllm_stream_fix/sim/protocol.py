@@ -84,13 +84,22 @@ class ResponsesRequest(BaseModel):
 def decode_body(raw: bytes, model: type[_Model], *, max_depth: int = 64) -> _Model:
     """``raw`` decoded and validated as ``model``; raises :class:`RequestError` (400), also
     for JSON nested deeper than ``max_depth``. ``param`` names the first invalid field."""
+    beyond_64_bits: list[int] = []
+
+    def parse_int(digits: str) -> int:
+        value = int(digits)
+        if not jsonlimits.in_int_range(value):
+            beyond_64_bits.append(value)
+        return value
+
     try:
-        data = jsonlimits.loads(raw, max_depth=max_depth)
+        data = jsonlimits.loads(raw, max_depth=max_depth, parse_int=parse_int)
     except jsonlimits.JSONLimitError as exc:
         raise RequestError(400, f"request body: {exc}", code="invalid_json") from None
     if not isinstance(data, dict):
         raise RequestError(400, "request body must be a JSON object", code="invalid_json")
-    unsendable = jsonlimits.first_unsendable(data)
+    suspect = beyond_64_bits or jsonlimits.may_hold_surrogates(raw)
+    unsendable = jsonlimits.first_unsendable(data) if suspect else None
     if unsendable is not None:
         param = jsonlimits.json_path(unsendable[0]) or None
         raise RequestError(
