@@ -10,7 +10,10 @@ skips without them. Two checks:
   a tree assembled with a protocol from another line fails here before it fails at run time;
 - the version matrix (``realstub.matrix``) on a few outputs: with the plugin every
   non-streaming and streaming cell passes the strict checker and the SDK, unpatched upstream
-  does not.
+  does not. The default tier pickles the post-processor arguments as for a worker; the slow
+  tier runs two of upstream's real ``PostprocWorker`` processes (``realstub.workers``; needs
+  the tree's ``executor/{postproc_worker,ipc}.py`` and pyzmq), where unpatched upstream also
+  loses worker processes to exceptions its post-processors raise.
 """
 
 from __future__ import annotations
@@ -83,11 +86,11 @@ def test_the_protocol_defines_what_responses_utils_uses(tree):
 
 
 @cache
-def _matrix(root: str) -> dict[str, Any]:
+def _matrix(root: str, workers: str = "pickled", outputs: int = MATRIX_OUTPUTS) -> dict[str, Any]:
     env = dict(os.environ)
     env.pop("TRTLLM_STREAM_FIX", None)
     proc = subprocess.run(
-        [sys.executable, "-m", MATRIX, root, str(MATRIX_OUTPUTS)],
+        [sys.executable, "-m", MATRIX, root, str(outputs), "--workers", workers],
         capture_output=True,
         text=True,
         env=env,
@@ -113,3 +116,19 @@ def test_without_the_plugin_streaming_cells_fail(tree):
     rows = _matrix(str(tree))["upstream"]
     streaming = [r for r in rows if r["mode"] == "streaming"]
     assert all(r["strict"] < r["n"] for r in streaming), streaming
+
+
+@pytest.mark.slow
+def test_real_postprocessing_workers_with_and_without_the_plugin(tree):
+    from trtllm_stream_fix.testing.realstub.workers import available
+
+    why_not = available(tree)
+    if why_not:
+        pytest.skip(why_not)
+    payload = _matrix(str(tree), "processes", 2)
+    assert payload["workers"] == "2 PostprocWorker processes"
+    fixed = [r for r in payload["plugin"] if r["workers"]]
+    assert all((r["strict"], r["sdk"], r["identical"]) == (r["n"],) * 3 for r in fixed), fixed
+    assert payload["worker_exits"]["plugin"] == 0
+    broken = [r for r in payload["upstream"] if r["workers"] and r["mode"] == "streaming"]
+    assert all(r["strict"] < r["n"] for r in broken), broken

@@ -2,8 +2,11 @@
 """The version matrix of issue 11: one upstream tree, unpatched and with the plugin.
 
 ``python -m trtllm_stream_fix.testing.realstub.matrix SOURCE_DIR [COUNT]`` prints one
-``RESULT <json>`` line of rows: workers (0 inline, 2 = post-processor arguments pickled as
-for a PostprocWorker) x stream_interval (1, 20) x streaming / non-streaming x store (off, on),
+``RESULT <json>`` line of rows: workers (0 inline, 2 = two of upstream's real
+``PostprocWorker`` processes, see ``realstub.workers``, when the tree has
+``executor/{postproc_worker,ipc}.py`` and pyzmq is installed; otherwise the post-processor
+arguments pickled as for a worker, and ``"workers"`` in the payload says which and why)
+x stream_interval (1, 20) x streaming / non-streaming x store (off, on),
 each with the count of outputs that pass the strict checker, that the OpenAI SDK accepts,
 that show the client what stream_interval 1 showed, and (store on) that were stored.
 Upstream disables storage with post-processing workers, so those rows have no store column.
@@ -17,7 +20,9 @@ the plugin, and "identical" that stream_interval 20 gives the same output as 1.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import itertools
 import json
 import pickle
 import sys
@@ -26,6 +31,7 @@ from typing import Any
 
 from trtllm_stream_fix.testing import realstub
 from trtllm_stream_fix.testing.engine_results import streaming_processor
+from trtllm_stream_fix.testing.realstub import workers as real_workers
 from trtllm_stream_fix.testing.realstub.drive import (
     MODEL,
     PROMPT,
@@ -62,7 +68,31 @@ def _items(output: list[Any]) -> list[tuple[str, str]]:
     return out
 
 
-def streamed(output: Any, split: int, workers: bool, store: bool) -> dict[str, Any]:
+_CLIENT_IDS = itertools.count(1)
+
+
+def _through_pool(pool: Any, post_processor: Any, args: Any, sampling: Any, stream: bool):
+    """A function sending one engine response to ``pool`` and returning what the worker's
+    post-processor made of it, as the executor and ``openai_server`` use workers."""
+    from tensorrt_llm.executor.postproc_worker import PostprocParams
+
+    client_id = next(_CLIENT_IDS)
+    params = (sampling, PostprocParams(post_processor=post_processor, postproc_args=args), stream)
+    # As submitted: the executor pickles the params when the request is submitted, before the
+    # handler's get_initial_responses(); the worker receives that copy with the first response.
+    params = pickle.loads(pickle.dumps(params))
+
+    def send(diff: Any, finished: bool, finish_reason: Any) -> Any:
+        response = real_workers.engine_response(client_id, diff, finished, finish_reason)
+        pool.submit(client_id, response, params)
+        return pool.result(client_id).res
+
+    return send
+
+
+def streamed(
+    output: Any, split: int, workers: bool, store: bool, pool: Any = None
+) -> dict[str, Any]:
     from tensorrt_llm.serve import postprocess_handlers, responses_utils
 
     from trtllm_stream_fix.testing.synthetic import engine_responses
@@ -72,17 +102,25 @@ def streamed(output: Any, split: int, workers: bool, store: bool) -> dict[str, A
     processor, args = streaming_processor(
         request, sampling, conversation_store=conversations, enable_store=store and not workers
     )
-    worker_args = pickle.loads(pickle.dumps(args)) if workers else args
-    worker_args.num_prompt_tokens = len(PROMPT)
     stamp = getattr(responses_utils, "stamp_sse_sequence_number", None)
+    if workers and pool is not None:
+        args.num_prompt_tokens = len(PROMPT)
+        post = postprocess_handlers.responses_api_streaming_post_processor
+        send = _through_pool(pool, post, args, sampling, True)
+    else:
+        worker_args = pickle.loads(pickle.dumps(args)) if workers else args
+        worker_args.num_prompt_tokens = len(PROMPT)
+        res = Result(PROMPT)
+
+        def send(diff: Any, finished: bool, finish_reason: Any) -> Any:
+            res.apply(diff, finished, finish_reason)
+            return postprocess_handlers.responses_api_streaming_post_processor(res, worker_args)
 
     async def egress():
         count = 0
         frames = list(processor.get_initial_responses())
-        res = Result(PROMPT)
         for response in engine_responses(output, split):
-            res.apply(response.token_ids_diff, response.finished, response.finish_reason)
-            frames += postprocess_handlers.responses_api_streaming_post_processor(res, worker_args)
+            frames += send(response.token_ids_diff, response.finished, response.finish_reason)
         for frame in frames:
             yield frame if stamp is None else stamp(frame, count)
             count += 1
@@ -108,10 +146,13 @@ def streamed(output: Any, split: int, workers: bool, store: bool) -> dict[str, A
     }
 
 
-def non_streaming_body(output: Any, split: int, workers: bool, store: bool) -> tuple[Any, Any]:
+def non_streaming_body(
+    output: Any, split: int, workers: bool, store: bool, pool: Any = None
+) -> tuple[Any, Any]:
     """The response object a non-streaming request returns, as the handler gets it:
-    ``responses_api_post_processor`` in a worker (arguments and result pickled) or
-    ``create_response`` inline; and the conversation store it used."""
+    ``responses_api_post_processor`` in a worker (a real worker process of ``pool``, else the
+    arguments and result pickled) or ``create_response`` inline; and the conversation store
+    it used."""
     from tensorrt_llm.serve import postprocess_handlers, responses_utils
 
     from trtllm_stream_fix.testing.synthetic import engine_responses
@@ -125,6 +166,11 @@ def non_streaming_body(output: Any, split: int, workers: bool, store: bool) -> t
         args = postprocess_handlers.ResponsesAPIPostprocArgs(
             model=MODEL, request=request, sampling_params=sampling, use_harmony=True
         )
+        if pool is not None:  # the engine's one final response, all tokens
+            args.num_prompt_tokens = len(PROMPT)
+            post = postprocess_handlers.responses_api_post_processor
+            send = _through_pool(pool, post, args, sampling, False)
+            return send(res.outputs[0].token_ids, True, res.outputs[0].finish_reason), conversations
         args = pickle.loads(pickle.dumps(args))
         args.num_prompt_tokens = len(PROMPT)
         body = postprocess_handlers.responses_api_post_processor(res, args)
@@ -151,13 +197,15 @@ def sent_body(body: Any) -> dict[str, Any]:
     return json.loads(json.dumps(dumped, ensure_ascii=False, allow_nan=False))
 
 
-def non_streamed(output: Any, split: int, workers: bool, store: bool) -> dict[str, Any]:
+def non_streamed(
+    output: Any, split: int, workers: bool, store: bool, pool: Any = None
+) -> dict[str, Any]:
     from openai.types.responses import Response
 
     request_id = f"resp_{output.seed:08x}"
     conversations = None
     try:
-        body, conversations = non_streaming_body(output, split, workers, store)
+        body, conversations = non_streaming_body(output, split, workers, store, pool)
         data = sent_body(body)
         Response.model_validate(data)
         sdk, error = True, ""
@@ -171,7 +219,9 @@ def non_streamed(output: Any, split: int, workers: bool, store: bool) -> dict[st
     return {"sdk": sdk, "error": error, "items": _items(data.get("output") or []), "stored": stored}
 
 
-def table(outputs: list[Any], reference: dict[int, list[tuple[str, str]]]) -> list[dict]:
+def table(
+    outputs: list[Any], reference: dict[int, list[tuple[str, str]]], pool: Any = None
+) -> list[dict]:
     rows = []
     for workers in (0, 2):
         for split in (1, 20):
@@ -181,8 +231,9 @@ def table(outputs: list[Any], reference: dict[int, list[tuple[str, str]]]) -> li
                     counts = {"n": 0, "strict": 0, "sdk": 0, "identical": 0, "stored": 0}
                     for output in outputs:
                         run = streamed if mode == "streaming" else non_streamed
-                        got = run(output, split, bool(workers), store)
-                        base = run(output, 1, bool(workers), store) if split != 1 else got
+                        on = pool if workers else None
+                        got = run(output, split, bool(workers), store, on)
+                        base = run(output, 1, bool(workers), store, on) if split != 1 else got
                         counts["n"] += 1
                         if mode == "streaming":
                             counts["strict"] += got["strict"]
@@ -200,8 +251,26 @@ def table(outputs: list[Any], reference: dict[int, list[tuple[str, str]]]) -> li
     return rows
 
 
-def main(source: str, count: int) -> dict[str, Any]:
-    realstub.activate(source)
+def _rows(source: str, outputs: list[Any], reference: dict, real: bool, plugin: bool):
+    """The table, with two real worker processes (the plugin installed in them if on), and
+    how many times a worker process died and was started again."""
+    if not real:
+        return table(outputs, reference), 0
+    pool = real_workers.Pool(source, 2, plugin=plugin)
+    try:
+        return table(outputs, reference, pool), pool.restarts
+    finally:
+        pool.close()
+
+
+def main(source: str, count: int, workers: str = "processes") -> dict[str, Any]:
+    """The matrix; ``workers`` "processes" (real PostprocWorker processes where they can run)
+    or "pickled" (the post-processor arguments pickled as for a worker)."""
+    why_not = real_workers.available(source) if workers == "processes" else "asked for"
+    if why_not:
+        realstub.activate(source)
+    else:
+        real_workers.activate(source)
     from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
 
     from trtllm_stream_fix.plugin.installer import install, uninstall
@@ -211,15 +280,54 @@ def main(source: str, count: int) -> dict[str, Any]:
     install(mode="on")  # the reference: the plugin's stream at interval 1
     reference = {o.seed: streamed(o, 1, False, False)["items"] for o in outputs}
     uninstall()
-    upstream_rows = table(outputs, reference)
+    upstream_rows, upstream_died = _rows(source, outputs, reference, not why_not, False)
     install(mode="on")
-    plugin_rows = table(outputs, reference)
-    return {"source": source, "upstream": upstream_rows, "plugin": plugin_rows}
+    plugin_rows, plugin_died = _rows(source, outputs, reference, not why_not, True)
+    mode = f"pickled as for a worker ({why_not})" if why_not else "2 PostprocWorker processes"
+    return {
+        "source": source,
+        "workers": mode,
+        "worker_exits": {"upstream": upstream_died, "plugin": plugin_died},
+        "upstream": upstream_rows,
+        "plugin": plugin_rows,
+    }
 
 
-if __name__ == "__main__":
+def markdown(payload: dict[str, Any], line: str) -> str:
+    """The payload's rows as the note's table (one line per cell)."""
+    out = []
+    for side, label in (("upstream", "unpatched"), ("plugin", "plugin")):
+        for r in payload[side]:
+            n = r["n"]
+            if not r["store"]:
+                stored = "-"
+            elif r["workers"]:
+                stored = "n/a (off with workers)"
+            else:
+                stored = f"{r['stored']}/{n}"
+            out.append(
+                f"| {line} | {label} | {r['workers']} | {r['interval']} | {r['mode']} | "
+                f"{'on' if r['store'] else 'off'} | {r['strict']}/{n} | {r['sdk']}/{n} | "
+                f"{r['identical']}/{n} | {stored} |"
+            )
+    return "\n".join(out)
+
+
+def _cli(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m trtllm_stream_fix.testing.realstub.matrix")
+    parser.add_argument("source", help="a TensorRT-LLM source tree (TRTLLM_SOURCE_DIR)")
+    parser.add_argument("count", nargs="?", type=int, default=20, help="synthetic outputs")
+    parser.add_argument("--workers", choices=("processes", "pickled"), default="processes")
+    parser.add_argument("--markdown", metavar="LINE", help="also print the rows as a table")
+    args = parser.parse_args(argv)
     try:
-        payload = main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 20)
+        payload = main(args.source, args.count, args.workers)
     except Exception as exc:
         payload = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
     print("RESULT " + json.dumps(payload))
+    if args.markdown and "error" not in payload:
+        print(markdown(payload, args.markdown))
+
+
+if __name__ == "__main__":
+    _cli(sys.argv[1:])

@@ -9,3 +9,9 @@ class TokenizerBase:
 
 class TransformersTokenizer(TokenizerBase):
     pass
+
+
+def load_hf_tokenizer(model_dir: str | None = None, **kwargs: object) -> None:
+    """No Hugging Face tokenizer on CPU: the Harmony Responses post-processors do not
+    detokenize (a ``PostprocWorker`` loads one with this; it gets None)."""
+    return None

@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Stand-in for ``tensorrt_llm.bindings`` (the native bindings): only ``executor.Response``."""
