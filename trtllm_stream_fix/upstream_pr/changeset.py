@@ -189,6 +189,8 @@ def build(source: Path, *, year: int, tools: lint.Tools | None = None) -> Change
         if not (root / path).exists() and (root / "tests").is_dir():
             change.notes.append(f"{path} is missing from the tree (upstream has it)")
     change.new_files = _new_files(year)
+    if layout.POSTPROCESS_HANDLERS not in change.modified:
+        del change.new_files[layout.CHAT_PROCESSOR_TEST]  # it tests the edited post-processors
     clash = sorted(p for p in change.new_files if (root / p).exists())
     if clash:
         raise SourceTreeError(f"the tree already has {', '.join(clash)}")

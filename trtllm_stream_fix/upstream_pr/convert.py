@@ -38,6 +38,7 @@ _SUPPORT_MODULES = {
     "trtllm_stream_fix.testing.engine_results": "engine_results",
     "trtllm_stream_fix.testing.chat_differential": "chat_differential",
     "trtllm_stream_fix.testing.chat_oracle": "chat_oracle",
+    "trtllm_stream_fix.testing.chat_requests": "chat_requests",
     "trtllm_stream_fix.checker.chat": "chat_checker",
     "trtllm_stream_fix.testing.splits": "splits",
     "trtllm_stream_fix.testing.report": "report",

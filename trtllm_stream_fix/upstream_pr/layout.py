@@ -144,17 +144,23 @@ SUPPORT_FILES = (
     ("trtllm_stream_fix/testing/engine_results.py", "engine_results.py"),
     ("trtllm_stream_fix/testing/chat_differential.py", "chat_differential.py"),
     ("trtllm_stream_fix/testing/chat_oracle.py", "chat_oracle.py"),
+    ("trtllm_stream_fix/testing/chat_requests.py", "chat_requests.py"),
     ("trtllm_stream_fix/checker/chat.py", "chat_checker.py"),
     ("trtllm_stream_fix/testing/splits.py", "splits.py"),
     ("trtllm_stream_fix/testing/report.py", "report.py"),
     ("trtllm_stream_fix/testing/hostile.py", "hostile.py"),
     ("trtllm_stream_fix/testing/token_soup.py", "token_soup.py"),
 )
+CHAT_PROCESSOR_TEST = f"{TEST_DIR}/test_chat_harmony_post_processors.py"  # needs the chat edit
 TEMPLATE_TESTS = (
     ("trtllm_stream_fix/upstream_pr/templates/tests/conftest.py", "conftest.py"),
     (
         "trtllm_stream_fix/upstream_pr/templates/tests/test_processor.py",
         "test_responses_streaming_processor.py",
+    ),
+    (
+        "trtllm_stream_fix/upstream_pr/templates/tests/test_chat_post_processor.py",
+        "test_chat_harmony_post_processors.py",
     ),
 )
 

@@ -18,46 +18,11 @@ import json
 import pickle
 import sys
 import traceback
-from types import SimpleNamespace
 from typing import Any
 
 from . import activate
-from .drive import Result
 
 MODEL = "gpt-oss-20b"
-
-
-def _request(protocol: Any, stream: bool) -> Any:
-    body: dict[str, Any] = {
-        "model": MODEL,
-        "messages": [{"role": "user", "content": "hi"}],
-        "stream": stream,
-    }
-    if stream:
-        body["stream_options"] = {"include_usage": True}
-    return protocol.ChatCompletionRequest(**body)
-
-
-def _args(protocol: Any, args_type: Any, stream: bool) -> Any:
-    """Upstream's post-processor args as ``chat_harmony`` builds them (``from_request``), or
-    built by hand where the module has no request type (a stand-in)."""
-    if hasattr(protocol, "ChatCompletionRequest") and hasattr(args_type, "from_request"):
-        args = args_type.from_request(_request(protocol, stream))
-    else:
-        args = args_type(model=MODEL)
-        if stream and hasattr(args, "stream_options"):
-            args.stream_options = SimpleNamespace(include_usage=True)
-    args.num_prompt_tokens = 7
-    return args
-
-
-def _payloads(frames: list[str]) -> list[Any]:
-    out: list[Any] = []
-    for frame in frames:
-        assert frame.startswith("data: ") and frame.endswith("\n\n"), frame
-        data = frame[len("data: ") : -2]
-        out.append("[DONE]" if data == "[DONE]" else json.loads(data))
-    return out
 
 
 def run_chat(outputs: list[Any]) -> dict[str, Any]:
@@ -72,7 +37,7 @@ def run_chat(outputs: list[Any]) -> dict[str, Any]:
         strict_chat_violations,
     )
     from ..chat_oracle import SDKRejected, sdk_accumulate_chat
-    from ..synthetic import engine_responses
+    from ..chat_requests import DONE_FRAME, chat_args, finished_result, sse_payloads, stream_frames
 
     tally: dict[str, Any] = {"streams": 0, "strict": 0, "sdk": 0, "identical": 0}
     tally.update(nonstreaming=0, raised=0, examples=[], response_type=None)
@@ -81,12 +46,11 @@ def run_chat(outputs: list[Any]) -> dict[str, Any]:
     args_type = postprocess_handlers.ChatCompletionPostprocArgs
     for output in outputs:
         reference = None
-        answer_args = _args(openai_protocol, args_type, False)
-        result = Result(prompt_token_ids=[1] * 7)
-        for response in engine_responses(output, 10**9):
-            result.apply(response.token_ids_diff, response.finished, response.finish_reason)
+        answer_args = chat_args(openai_protocol, args_type, False)
         try:
-            answer = postprocess_handlers.chat_harmony_post_processor(result, answer_args)
+            answer = postprocess_handlers.chat_harmony_post_processor(
+                finished_result(output), answer_args
+            )
             tally["response_type"] = f"{type(answer).__module__}.{type(answer).__qualname__}"
             expected = completion_view(json.loads(json.dumps(answer.model_dump(), default=str)))
         except ValueError as exc:  # a generation that cannot complete: the stream's error
@@ -95,24 +59,18 @@ def run_chat(outputs: list[Any]) -> dict[str, Any]:
             expected = ("raised", repr(exc))
         for split in (1, 20):
             for worker in (False, True):
-                args = _args(openai_protocol, args_type, True)
+                args = chat_args(openai_protocol, args_type, True)
                 if worker:
                     args = pickle.loads(pickle.dumps(args))
-                result = Result(prompt_token_ids=[1] * 7)
-                frames: list[str] = []
                 tally["streams"] += 1
                 try:
-                    for response in engine_responses(output, split):
-                        result.apply(
-                            response.token_ids_diff, response.finished, response.finish_reason
-                        )
-                        frames += post(result, args)
+                    frames = stream_frames(post, output, split, args)
                 except Exception as exc:  # the stream ends here, as the server's would
                     tally["raised"] += 1
+                    frames = [*getattr(exc, "frames", []), DONE_FRAME]
                     if len(examples) < 5:
                         examples.append(f"{output.name} @ {split}: raised {exc!r:.200}")
-                frames.append("data: [DONE]\n\n")
-                payloads = _payloads(frames)
+                payloads = sse_payloads(frames)
                 visible = chat_visible(payloads)
                 reference = reference or visible
                 tally["identical"] += visible == reference
