@@ -18,6 +18,7 @@ import dataclasses
 import hashlib
 import json
 import random
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,10 @@ from ..testing.synthetic import (
 from .turns import TurnRequest, plan_turn
 
 RANDOM_SCENARIO = "random"
+#: Planned turns an engine keeps (least recently used dropped first). Planning a turn
+#: tokenises its text (about 1 ms); a real engine's tokens cost the server no CPU, so a
+#: repeated request is served from here.
+TURN_CACHE_SIZE = 1024
 #: Every ``scenario`` a request (or ``serve --scenario``) may name.
 SCENARIOS: tuple[str, ...] = (RANDOM_SCENARIO, *NAMED_SCENARIOS)
 
@@ -89,6 +94,27 @@ def input_seed(request_input: Any, base_seed: int = 0) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
+def turn_key(request: TurnRequest, seed: int) -> str | None:
+    """What ``plan_turn`` reads of ``request`` and ``seed``, as a string (None: not keyable).
+
+    A string input matters only when there are tools (it may name one); item lists always
+    do (tool outputs, calls made).
+    """
+    reads_input = request.tools or not isinstance(request.input, str)
+    facts = [
+        seed,
+        request.input if reads_input else None,
+        list(request.tools),
+        request.tool_choice,
+        request.parallel_tool_calls,
+        request.reasoning_effort,
+    ]
+    try:
+        return json.dumps(facts, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return None
+
+
 def cut_output(output: SyntheticOutput, max_output_tokens: int | None) -> SyntheticOutput:
     """``output`` limited to ``max_output_tokens`` generated tokens (finish reason length)."""
     if max_output_tokens is None or len(output.generated) <= max_output_tokens:
@@ -106,6 +132,7 @@ class SimulatedEngine:
 
     def __init__(self, config: EngineConfig = EngineConfig()) -> None:
         self.config = config
+        self._turns: OrderedDict[str, SyntheticOutput] = OrderedDict()
 
     def select(
         self,
@@ -139,8 +166,22 @@ class SimulatedEngine:
             request = TurnRequest(
                 request_input, tuple(tools), tool_choice, parallel_tool_calls, reasoning_effort
             )
-            output, batch_seed = plan_turn(request, turn_seed), turn_seed
+            output, batch_seed = self._turn(request, turn_seed), turn_seed
         return Generation(cut_output(output, max_output_tokens), batch_seed)
+
+    def _turn(self, request: TurnRequest, seed: int) -> SyntheticOutput:
+        """``plan_turn(request, seed)``, kept for the next request with the same key."""
+        key = turn_key(request, seed)
+        found = self._turns.get(key) if key is not None else None
+        if found is not None:
+            self._turns.move_to_end(key)
+            return found
+        output = plan_turn(request, seed)
+        if key is not None:
+            self._turns[key] = output
+            if len(self._turns) > TURN_CACHE_SIZE:
+                self._turns.popitem(last=False)
+        return output
 
     def responses(
         self, generation: Generation, stream_interval: int | None = None

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..encoding import encode_with_specials
 from .errors import RequestError
 
 #: Longest piece handed to the encoder at once (a few milliseconds of BPE at most).
@@ -94,7 +95,7 @@ def count_prompt_tokens(encoding: Any, text: str, limits: ServerLimits) -> int:
     """Tokens of ``text`` (run it in a worker thread); 400 once over the token bound."""
     total = 0
     for piece in pieces(text):
-        total += len(encoding.encode(piece, allowed_special="all"))
+        total += len(encode_with_specials(encoding, piece))
         if total > limits.max_input_tokens:
             raise RequestError(
                 400,

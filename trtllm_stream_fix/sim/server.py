@@ -164,6 +164,27 @@ class _Streamer:
                 return
 
 
+def warm_up(encoding: Any, stream_config: StreamConfig) -> None:
+    """Stream every named scenario once, so that no request pays for building the event and
+    item classes' schemas (the openai models defer them to first use)."""
+    from ..testing.synthetic import NAMED_SCENARIOS, engine_responses, named_output
+
+    for name in NAMED_SCENARIOS:
+        output = named_output(name)
+        machine = ResponsesEventMachine(
+            ResponseContext.new(), config=stream_config, encoding=encoding
+        )
+        events = machine.start()
+        for response in engine_responses(output, 7):
+            events += machine.feed(
+                response.token_ids_diff,
+                finished=response.finished,
+                finish_reason=response.finish_reason,
+            )
+        for event in events:
+            format_sse(event)
+
+
 def _failed_events(context: ResponseContext, message: str, seq: int) -> list[Any]:
     failed = build_response_object(
         context,
@@ -259,6 +280,7 @@ def create_app(
     stream_config = stream_config or StreamConfig()
     encoding = load_gpt_oss_encoding()
     token_bytes(encoding)  # the fast parser's table, built now rather than in a request
+    warm_up(encoding, stream_config)
     engine = SimulatedEngine(engine_config)
     streamer = _Streamer(engine, generator, stream_config, encoding)
     gauge = StreamGauge()

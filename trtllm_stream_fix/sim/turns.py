@@ -21,6 +21,7 @@ from what the engine delivers as TensorRT-LLM trims it.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.harmony_tokens import CALL, END, RETURN
-from ..encoding import load_gpt_oss_encoding
+from ..encoding import encode_with_specials, load_gpt_oss_encoding
 from ..testing.synthetic import SyntheticOutput
 from .schema_args import sample
 
@@ -222,12 +223,18 @@ def _message(pieces: list[tuple[str, bool]], header: str, content: str, stop: in
     pieces.append(({END: "<|end|>", CALL: "<|call|>", RETURN: "<|return|>"}[stop], True))
 
 
+@functools.lru_cache(maxsize=256)
+def _markup_tokens(text: str) -> tuple[int, ...]:
+    """The tokens of Harmony markup (headers, stop tokens): few distinct strings."""
+    return tuple(encode_with_specials(load_gpt_oss_encoding(), text))
+
+
 def _encode(pieces: list[tuple[str, bool]]) -> list[int]:
     encoding = load_gpt_oss_encoding()
     tokens: list[int] = []
     for text, markup in pieces:
         if markup:
-            tokens += encoding.encode(text, allowed_special="all")
+            tokens += _markup_tokens(text)
         else:  # model text: special-token look-alikes are plain text
             tokens += encoding.encode(text, allowed_special=set(), disallowed_special=())
     return tokens
