@@ -39,10 +39,14 @@ REAL_KINDS = ("upstream-real", "plugin-real")
 
 
 class _Output:
+    """``CompletionOutput`` as the post-processors read it (``token_ids_diff``: the new
+    tokens, as upstream's property slices them; set by ``_Result.update``)."""
+
     def __init__(self) -> None:
         self.index = 0
         self.text = ""
         self.token_ids: list[int] = []
+        self.token_ids_diff: list[int] = []
         self.finish_reason: str | None = None
         self.stop_reason: int | None = None
         self.disaggregated_params: Any = None
@@ -56,16 +60,16 @@ class _Output:
         return len(self.token_ids)
 
     @property
-    def token_ids_diff(self) -> list[int]:
-        return self.token_ids[self._last_token_ids_len :]
-
-    @property
     def text_diff(self) -> str:
         return ""
 
 
 class _Result:
-    """Engine responses of one request, updated in place as upstream's result is."""
+    """Engine responses of one request, updated in place as upstream's result is.
+
+    The engine's side of a response (``update``) is kept to the few attribute writes the
+    post-processor reads, so a timed run is the post-processor's work.
+    """
 
     def __init__(self, sampling_params: Any, prompt_token_ids: list[int]) -> None:
         self.id = 1
@@ -81,11 +85,13 @@ class _Result:
         return self._done
 
     def update(self, token_ids: list[int], done: bool) -> None:
+        """The next engine response: ``token_ids`` new (the stop token included when done)."""
         out = self.outputs[0]
         out._last_token_ids_len = len(out.token_ids)
-        out.token_ids.extend(token_ids)
-        self._done = done
+        out.token_ids += token_ids
+        out.token_ids_diff = token_ids
         if done:
+            self._done = True
             out.finish_reason = "stop"
             if out.token_ids and out.token_ids[-1] == RETURN:
                 out.token_ids = out.token_ids[:-1]
@@ -160,9 +166,11 @@ def processor_replay(kind: str, enc: Any) -> Any:
         args.num_prompt_tokens = len(prompt)
         size = sum(len(frame) for frame in processor.get_initial_responses())
         res = _Result(params, prompt)
+        update = res.update
         for batch, last in batches:
-            res.update(batch + [RETURN] if last else batch, last)
-            size += sum(len(frame) for frame in post_process(res, args))
+            update(batch + [RETURN] if last else batch, last)
+            for frame in post_process(res, args):
+                size += len(frame)
         return size
 
     run.prepare = prepare  # type: ignore[attr-defined]

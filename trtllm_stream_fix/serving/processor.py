@@ -114,10 +114,15 @@ class HarmonyResponsesStream:
         self._terminal: list[Any] = []
         self._ended = False  # the terminal event is decided (held for the final call)
         self._closed = False
+        self._feed = None
+
+    #: The machine's ``feed`` once it has taken a first engine response here and until the
+    #: terminal event: ``process_output``'s path for every engine response but the last.
+    _feed: Callable[..., list[Any]] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_machine"] = None
+        state["_machine"] = state["_feed"] = None
         return state
 
     def initial_responses(self, processor: Any) -> list[str]:
@@ -125,10 +130,22 @@ class HarmonyResponsesStream:
         if self._machine is not None or self._closed:
             return []
         processor.sequence_number = 0
-        return [self._send(processor, event) for event in self._start(processor)]
+        return self._frames(processor, self._start(processor))
 
     def process_output(self, processor: Any, res: Any) -> list[str]:
         """The SSE frames for one engine response (the terminal event is held back)."""
+        feed = self._feed
+        if feed is None or res._done:
+            return self._process_first_or_last(processor, res)
+        # Every engine response but the first and the last (stream_interval 1: one per token).
+        events = feed(res.outputs[0].token_ids_diff)
+        if not events:
+            return []
+        if events[-1].type in TERMINAL_TYPES:  # failed mid-stream: error + response.failed
+            return self._hold_terminal(processor, events)
+        return self._frames(processor, events)
+
+    def _process_first_or_last(self, processor: Any, res: Any) -> list[str]:
         if self._closed or self._ended:
             return []  # the terminal event is decided: nothing goes out before it
         machine = self._machine_for(processor, res)
@@ -140,10 +157,33 @@ class HarmonyResponsesStream:
             finish_reason=output.finish_reason if done else None,
         )
         if machine.finished:
-            cut = next((i for i, e in enumerate(events) if e.type in TERMINAL_TYPES), len(events))
-            events, self._terminal = events[:cut], events[cut:]
-            self._ended = True
-        return [self._send(processor, event) for event in events]
+            return self._hold_terminal(processor, events)
+        self._feed = machine.feed
+        return self._frames(processor, events)
+
+    def _hold_terminal(self, processor: Any, events: list[Any]) -> list[str]:
+        """Frames for ``events`` up to the terminal one, which waits for the final call."""
+        cut = next((i for i, e in enumerate(events) if e.type in TERMINAL_TYPES), len(events))
+        events, self._terminal = events[:cut], events[cut:]
+        self._ended, self._feed = True, None
+        return self._frames(processor, events)
+
+    @staticmethod
+    def _frames(processor: Any, events: list[Any]) -> list[str]:
+        """One SSE frame per event, numbered on from the processor's ``sequence_number``.
+
+        The machine numbers its events consecutively; they are renumbered only when its count
+        and the processor's differ (the number written straight into the event's fields:
+        pydantic's ``__setattr__`` costs more than the rest of a delta's framing).
+        """
+        if not events:
+            return []
+        seq = processor.sequence_number
+        if events[0].sequence_number != seq:
+            for n, event in enumerate(events, seq):
+                event.__dict__["sequence_number"] = n
+        processor.sequence_number = seq + len(events)
+        return [format_sse(event) for event in events]
 
     def final_response(
         self, processor: Any, final_res: Any, num_prompt_tokens: int | None = None
@@ -163,8 +203,8 @@ class HarmonyResponsesStream:
         if response is not None and num_prompt_tokens is not None and response.usage:
             response.usage.input_tokens = num_prompt_tokens
             response.usage.total_tokens = num_prompt_tokens + response.usage.output_tokens
-        frame = "".join(self._send(processor, event) for event in events)
-        self._machine, self._terminal, self._closed = None, [], True
+        frame = "".join(self._frames(processor, events))
+        self._machine, self._terminal, self._closed, self._feed = None, [], True, None
         return frame, response
 
     async def store(self, processor: Any, response: Response | None, final_res: Any) -> None:
@@ -246,12 +286,6 @@ class HarmonyResponsesStream:
         if not machine.context.num_prompt_tokens:
             machine.context.num_prompt_tokens = len(getattr(res, "prompt_token_ids", None) or ())
         return machine
-
-    @staticmethod
-    def _send(processor: Any, event: Any) -> str:
-        event.sequence_number = processor.sequence_number
-        processor.sequence_number += 1
-        return format_sse(event)
 
 
 _PENDING_STORES: set[asyncio.Task[None]] = set()  # keeps scheduled stores alive until done
