@@ -320,8 +320,7 @@ def create_app(
             ],
         }
 
-    @app.post("/v1/responses")
-    async def responses(request: Request) -> Any:
+    async def responses(request: Request) -> Response:
         try:
             body = await read_request(request, parse_request, limits, models)
             if body.sim_fault and not allow_faults:
@@ -378,6 +377,10 @@ def create_app(
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
+
+    # A plain Starlette route: the endpoint reads and answers the request itself, so
+    # FastAPI's per-request dependency and response handling would be work for nothing.
+    app.add_route("/v1/responses", responses, methods=["POST"])
 
     from ..core.chat_machine import ChatOptions
     from .chat import add_chat_routes
