@@ -139,6 +139,13 @@ class HarmonyResponsesStream:
             return self._process_first_or_last(processor, res)
         # Every engine response but the first and the last (stream_interval 1: one per token).
         events = feed(res.outputs[0].token_ids_diff)
+        if len(events) == 1:  # one delta (stream_interval 1): _frames inlined
+            event = events[0]
+            seq = processor.sequence_number
+            if event.sequence_number != seq:
+                event.__dict__["sequence_number"] = seq
+            processor.sequence_number = seq + 1
+            return [format_sse(event)]  # alone, never terminal: a failure is error + failed
         if not events:
             return []
         if events[-1].type in TERMINAL_TYPES:  # failed mid-stream: error + response.failed
