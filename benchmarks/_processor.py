@@ -3,9 +3,11 @@
 
 The call sequence is the streaming handler's: ``get_initial_responses()``, then per engine
 response ``responses_api_streaming_post_processor(res, args)`` (which appends the final
-response on the done one). The result object is a minimal duck-typed ``GenerationResult``
-updated in place: cumulative ``token_ids``, ``token_ids_diff``, and on the done response
-``_done``, ``finish_reason`` and the stop token trimmed.
+response on the done one). The result objects are minimal duck-typed ``GenerationResult``s,
+one per engine response, built before the timed replay (``engine_results``, the replay's
+``inputs``): ``token_ids_diff``, and on the done response ``_done``, ``finish_reason`` and
+the whole output with the stop token trimmed. The timed loop is upstream's post-processor
+calls only, as ``ours`` is the machine's ``feed`` calls only.
 
 - ``plugin``: the fix installed on the stand-in in ``tests/standin``, in this process;
 - ``upstream-real`` / ``plugin-real``: TensorRT-LLM's own four Responses modules, unpatched
@@ -16,7 +18,7 @@ updated in place: cumulative ``token_ids``, ``token_ids_diff``, and on the done 
 
 The ``prepare`` attribute of each replay switches the installation before a timed run; its
 ``reset`` drops the Harmony adapter's per-request parser state before each replay, outside
-the timed region (``cpu_event_cost.time_replay`` calls both).
+the timed region (``cpu_event_cost.time_replay`` calls both, and ``inputs``).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ REAL_KINDS = ("upstream-real", "plugin-real")
 
 class _Output:
     """``CompletionOutput`` as the post-processors read it (``token_ids_diff``: the new
-    tokens, as upstream's property slices them; set by ``_Result.update``)."""
+    tokens, as upstream's property slices them; set by ``engine_results``)."""
 
     def __init__(self) -> None:
         self.index = 0
@@ -65,11 +67,7 @@ class _Output:
 
 
 class _Result:
-    """Engine responses of one request, updated in place as upstream's result is.
-
-    The engine's side of a response (``update``) is kept to the few attribute writes the
-    post-processor reads, so a timed run is the post-processor's work.
-    """
+    """One engine response of a request, as upstream's result reads at that response."""
 
     def __init__(self, sampling_params: Any, prompt_token_ids: list[int]) -> None:
         self.id = 1
@@ -83,19 +81,6 @@ class _Result:
     @property
     def finished(self) -> bool:
         return self._done
-
-    def update(self, token_ids: list[int], done: bool) -> None:
-        """The next engine response: ``token_ids`` new (the stop token included when done)."""
-        out = self.outputs[0]
-        out._last_token_ids_len = len(out.token_ids)
-        out.token_ids += token_ids
-        out.token_ids_diff = token_ids
-        if done:
-            self._done = True
-            out.finish_reason = "stop"
-            if out.token_ids and out.token_ids[-1] == RETURN:
-                out.token_ids = out.token_ids[:-1]
-                out.stop_reason = RETURN
 
 
 def _import_standin() -> str | None:
@@ -161,21 +146,43 @@ def processor_replay(kind: str, enc: Any) -> Any:
     ):
         return f"ResponsesStreamingProcessor is {'not ' if patched else ''}patched"
 
-    def run(batches: list[tuple[list[int], bool]]) -> int:
+    def run(results: list[_Result]) -> int:
         processor, args = new_streaming_processor(request, params)
         args.num_prompt_tokens = len(prompt)
         size = sum(len(frame) for frame in processor.get_initial_responses())
-        res = _Result(params, prompt)
-        update = res.update
-        for batch, last in batches:
-            update(batch + [RETURN] if last else batch, last)
+        for res in results:  # one engine response each: upstream's post-processor call
             for frame in post_process(res, args):
                 size += len(frame)
         return size
 
     run.prepare = prepare  # type: ignore[attr-defined]
     run.reset = reset  # type: ignore[attr-defined]
+    run.inputs = lambda batches: engine_results(batches, params, prompt)  # type: ignore[attr-defined]
     return run
+
+
+def engine_results(
+    batches: Sequence[tuple[list[int], bool]], sampling_params: Any, prompt: list[int]
+) -> list[_Result]:
+    """The engine's side of a replay, built before it is timed: one result per engine
+    response, holding what upstream's in-place ``GenerationResult`` shows the post-processor
+    at that response (``token_ids_diff``, done flag, finish reason, and on the done one the
+    whole output with the stop token trimmed). The cumulative ``token_ids`` of the earlier
+    responses is the finished list: read only on the done response (the streaming path
+    reads ``token_ids_diff``)."""
+    tokens = [token for batch, _ in batches for token in batch]
+    results = []
+    for batch, last in batches:
+        res = _Result(sampling_params, prompt)
+        out = res.outputs[0]
+        out.token_ids = tokens
+        out.token_ids_diff = batch  # on the done response: the stop token already trimmed
+        if last:
+            res._done = True
+            out.finish_reason = "stop"
+            out.stop_reason = RETURN
+        results.append(res)
+    return results
 
 
 # -- the worker process for the real modules ---------------------------------------------------

@@ -22,7 +22,9 @@ parser / machine / processor, and reports µs per replay: ``repeat`` is chosen p
 quick calibration so that a floor run lasts about 20 ms (5 ms with ``--quick``), and is the
 same for every implementation of the cell, the worker's included. A run's ``prepare`` and a
 ``gc.collect()`` come before it; a per-replay ``reset`` (dropping upstream's per-request
-parser state) runs between replays, outside the timed regions. Runs are timed in CPU time of
+parser state) runs between replays, outside the timed regions, and so does building the
+engine results the post-processor rows read (``_processor``: one result object per engine
+response, as upstream's in-place result reads at that response). Runs are timed in CPU time of
 the running thread (so time the scheduler gives to other processes on a busy host does not
 count), and the median is reported as µs per output token; the ratio to the floor is the
 median of each run's ratio to the floor run timed just before it, in the same process (the
@@ -266,9 +268,12 @@ IMPLS: dict[str, Callable[[Any], Replay | str] | None] = {
 
 def time_replay(run: Replay, batches: list[tuple[list[int], bool]], repeat: int = 1) -> float:
     """Thread CPU µs per replay of ``repeat`` back-to-back replays, after the replay's
-    ``prepare`` and a ``gc.collect()``; its ``reset``, if any, runs untimed before each."""
+    ``prepare`` and a ``gc.collect()``; its ``reset``, if any, runs untimed before each, and
+    so does its ``inputs``, if any: ``run`` then replays ``inputs(batches)`` (the engine's
+    side of a response prepared outside the timed region)."""
     prepare = getattr(run, "prepare", None)
     reset = getattr(run, "reset", None)
+    inputs = getattr(run, "inputs", None)
     if prepare is not None:
         prepare()
     gc.collect()
@@ -276,8 +281,9 @@ def time_replay(run: Replay, batches: list[tuple[list[int], bool]], repeat: int 
     for _ in range(repeat):
         if reset is not None:
             reset()
+        replayed = batches if inputs is None else inputs(batches)
         start = time.thread_time_ns()
-        run(batches)
+        run(replayed)
         total += time.thread_time_ns() - start
     return total / repeat / 1e3
 

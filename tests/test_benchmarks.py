@@ -153,6 +153,41 @@ def test_time_replay_repeats_with_untimed_resets() -> None:
     assert 1_000 <= us < 3_000  # µs per replay; the 5 ms resets are not timed
 
 
+def test_time_replay_prepares_inputs_untimed() -> None:
+    bench = _bench_module()
+    seen: list[object] = []
+
+    def run(results: object) -> int:
+        seen.append(results)
+        _burn(1_000)
+        return 0
+
+    def inputs(batches: list) -> object:
+        _burn(5_000)
+        return ("prepared", len(batches))
+
+    run.inputs = inputs  # type: ignore[attr-defined]
+    us = bench.time_replay(run, [([1], True)], 2)
+    assert seen == [("prepared", 1)] * 2
+    assert 1_000 <= us < 3_000  # the 5 ms preparations are not timed
+
+
+def test_engine_results_are_what_the_post_processor_reads() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import _processor
+    finally:
+        sys.path.remove(str(BENCH))
+    from trtllm_stream_fix.core.harmony_tokens import RETURN
+
+    results = _processor.engine_results([([1, 2], False), ([3], False), ([], True)], None, [9])
+    assert [r.outputs[0].token_ids_diff for r in results] == [[1, 2], [3], []]
+    assert [r._done for r in results] == [False, False, True]
+    final = results[-1].outputs[0]
+    assert final.token_ids == [1, 2, 3] and final.finish_reason == "stop"
+    assert final.stop_reason == RETURN and results[0].prompt_token_ids == [9]
+
+
 def test_pick_repeat_targets_the_run_length() -> None:
     bench = _bench_module()
     assert 8 <= bench.pick_repeat(lambda batches: _burn(1_000), [], 10_000) <= 10
