@@ -19,10 +19,12 @@ import asyncio
 import functools
 import logging
 import os
+import typing
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from openai.types.responses import Response
+from pydantic import BaseModel, TypeAdapter
 
 from ..core.config import StreamConfig
 from ..core.context import ResponseContext
@@ -258,7 +260,7 @@ class HarmonyResponsesStream:
                 created_time=processor.response_creation_time,
                 output=list(response.output),
                 status=response.status,
-                usage=None,
+                usage=server_usage(model, response.usage),
             )
         except Exception as exc:  # storing must never break the stream
             logger.debug("storing the streamed Response as is: %s", exc)
@@ -296,6 +298,36 @@ class HarmonyResponsesStream:
 
 
 _PENDING_STORES: set[asyncio.Task[None]] = set()  # keeps scheduled stores alive until done
+
+
+def server_usage(model: Any, usage: Any) -> Any:
+    """``usage`` (the terminal event's) as the type of ``model``'s ``usage`` field.
+
+    Upstream's ``from_request`` takes its own ``ResponseUsage`` (``extra="forbid"``): keys it
+    does not declare are left out, so the stored usage is what its non-streaming path builds.
+    """
+    if usage is None:
+        return None
+    field = getattr(model, "model_fields", {}).get("usage")
+    data = usage.model_dump(mode="json") if hasattr(usage, "model_dump") else dict(usage)
+    if field is None:
+        return data
+    return TypeAdapter(field.annotation).validate_python(_declared(field.annotation, data))
+
+
+def _declared(annotation: Any, data: Any) -> Any:
+    """``data`` with only the keys the pydantic model in ``annotation`` declares, nested."""
+    if not isinstance(data, dict):
+        return data
+    models = [a for a in (annotation, *typing.get_args(annotation)) if _is_model(a)]
+    if not models:
+        return data
+    fields = models[0].model_fields
+    return {k: _declared(fields[k].annotation, v) for k, v in data.items() if k in fields}
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
 def environment_config() -> StreamConfig:
