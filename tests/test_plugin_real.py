@@ -154,3 +154,15 @@ def test_without_the_plugin_real_upstream_fails_the_same_checks(real):
     assert upstream["strict"] < upstream["streams"] // 2
     assert upstream["sdk"] < upstream["streams"]  # 993c0eec: most raise, then error + failed
     assert upstream["identical"] < upstream["compared"] // 2
+
+
+def test_with_the_plugin_a_stored_streamed_response_is_what_the_client_saw(real):
+    """Issue 11 item 4: the stored copy of a streamed turn is its terminal event's response
+    (usage not null) with the non-streaming response's shape and token counts; unpatched,
+    a streamed turn is not stored at all."""
+    fixed = real["plugin_stored"]
+    assert fixed["stored"] == fixed["streams"] > 0
+    assert fixed["same"] == fixed["shape"] == fixed["streams"], fixed["examples"]
+    # the streams the plugin failed (malformed Harmony) are not the non-streaming outcome
+    assert fixed["usage"] == fixed["compared"] >= fixed["streams"] * 3 // 4, fixed["examples"]
+    assert real["upstream_stored"]["stored"] == 0

@@ -123,6 +123,44 @@ def test_only_the_plugin_sends_complete_responses(unpatched, patched):
     assert all(r["schema"] for r in _run(unpatched, SEEDS))
 
 
+#: Terminal-event fields a stored streamed response must repeat (GET /v1/responses/{id}).
+STORED_FIELDS = ("id", "object", "created_at", "status", "output", "usage", "incomplete_details")
+COUNTED = ("input_tokens", "input_tokens_details", "output_tokens", "total_tokens")
+
+
+def test_stored_streamed_response_is_what_the_client_saw_with_usage(patched):
+    """Fetched again, a streamed turn is its terminal event's response (usage not null) with
+    the shape and the token counts of the non-streaming response for the same tokens."""
+    import httpx
+
+    from trtllm_stream_fix.testing.realstub.drive import set_values
+    from trtllm_stream_fix.testing.realstub.serve_matrix import MODEL, stream_response
+
+    async def turn(http, text: str) -> tuple[dict, dict, dict]:
+        body = {"model": MODEL, "input": text, "store": True}
+        events = await stream_response(http, patched, {**body, "stream": True})
+        terminal = events[-1]["response"]
+        fetched = await http.get(f"{patched}/v1/responses/{terminal['id']}")
+        assert fetched.status_code == 200, fetched.text
+        plain = await http.post(f"{patched}/v1/responses", json={**body, "store": False})
+        return terminal, fetched.json(), plain.json()
+
+    async def go() -> list[tuple[dict, dict, dict]]:
+        async with httpx.AsyncClient(timeout=120) as http:
+            texts = ["hi, seed 8", "hi, seed 13", "scenario length_cut"]
+            return [await turn(http, text) for text in texts]
+
+    for terminal, stored, plain in asyncio.run(go()):
+        assert terminal["usage"] is not None
+        # null entries aside (upstream's ResponseUsage lacks the SDK's newer optional keys)
+        seen = {k: set_values(terminal[k]) for k in STORED_FIELDS}
+        assert {k: set_values(stored.get(k)) for k in STORED_FIELDS} == seen
+        # reasoning_tokens aside: upstream's non-streaming Harmony path reports 0 for it
+        counted = [{k: u[k] for k in COUNTED} for u in (stored["usage"], plain["usage"])]
+        assert counted[0] == counted[1]
+        assert stored.keys() == plain.keys()
+
+
 def test_two_turn_tool_conversation_needs_the_plugin(unpatched, patched):
     from trtllm_stream_fix.testing.realstub.serve_matrix import two_turns
 

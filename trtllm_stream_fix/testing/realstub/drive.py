@@ -186,6 +186,57 @@ def body_schema(outputs: list[Any]) -> dict[str, Any]:
     return stats
 
 
+#: Terminal-event fields the stored copy of a streamed response repeats.
+STORED_FIELDS = ("id", "object", "created_at", "status", "output", "usage", "incomplete_details")
+#: Token counts the streamed and the non-streaming path both compute (upstream's
+#: non-streaming Harmony path reports ``reasoning_tokens`` 0).
+COUNTED = ("input_tokens", "input_tokens_details", "output_tokens", "total_tokens")
+STORED_OUTPUTS = 25  # streamed turns stored and fetched per run
+
+
+def set_values(value: Any) -> Any:
+    """``value`` without its null entries, nested (keys a server's type may not declare)."""
+    if isinstance(value, dict):
+        return {k: set_values(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [set_values(v) for v in value]
+    return value
+
+
+def stored_copies(outputs: list[Any]) -> dict[str, Any]:
+    """Per output, a streamed turn with store on (stream_interval 20) fetched from the
+    conversation store: counts of streams, stored copies, copies equal to the terminal
+    event's response on ``STORED_FIELDS`` (null entries aside), with the non-streaming body's
+    keys, with the non-streaming body's status (``compared``) and, of those, with non-null
+    usage whose ``COUNTED`` equal the body's."""
+    from trtllm_stream_fix.testing.realstub.matrix import non_streaming_body, sent_body, streamed
+
+    stats: dict[str, Any] = {"streams": 0, "stored": 0, "same": 0, "shape": 0}
+    stats.update(compared=0, usage=0, examples=[])
+    for output in outputs[:STORED_OUTPUTS]:
+        stats["streams"] += 1
+        got = streamed(output, 20, False, True)
+        copy, terminal = got["stored_body"], got["terminal"]
+        if copy is None:
+            continue
+        stats["stored"] += 1
+        body = sent_body(non_streaming_body(output, 20, False, False)[0])
+        differs = [k for k in STORED_FIELDS if set_values(copy.get(k)) != set_values(terminal[k])]
+        counted = [{k: (u or {}).get(k) for k in COUNTED} for u in (copy["usage"], body["usage"])]
+        # the same tokens, the same outcome (a stream the plugin failed counts fewer tokens)
+        compared = body["status"] == terminal["status"]
+        usage = copy["usage"] is not None and counted[0] == counted[1]
+        stats["same"] += not differs
+        stats["compared"] += compared
+        stats["usage"] += compared and usage
+        stats["shape"] += copy.keys() == body.keys()
+        if (differs or (compared and not usage)) and len(stats["examples"]) < 5:
+            stats["examples"].append(
+                f"{output.name} seed={output.seed}: differs {differs}, usage {counted}"
+            )
+    return stats
+
+
 def main(source: str, count: int) -> dict[str, Any]:
     stubbed = realstub.activate(source)
     from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
@@ -203,10 +254,12 @@ def main(source: str, count: int) -> dict[str, Any]:
         "checks": {c.target.dotted: [c.status, c.version] for c in checks},
         "upstream": run_all(outputs),
         "upstream_bodies": body_schema(outputs),
+        "upstream_stored": stored_copies(outputs),
     }
     result["install"] = [[o.target, o.status] for o in install(mode="on").outcomes]
     result["plugin"] = run_all(outputs)
     result["plugin_bodies"] = body_schema(outputs)
+    result["plugin_stored"] = stored_copies(outputs)
     result["uninstall"] = [[o.target, o.status] for o in uninstall().outcomes]
     result["restored"] = responses_utils.ResponsesStreamingProcessor is upstream_class
     return result

@@ -125,13 +125,12 @@ def streamed(
             yield frame if stamp is None else stamp(frame, count)
             count += 1
 
-    async def run() -> tuple[list[dict[str, Any]], str, bool]:
+    async def run() -> tuple[list[dict[str, Any]], str, Any]:
         events, error = await _collect(responses_utils.guard_responses_stream, egress(), processor)
         await asyncio.sleep(0)
-        stored = await conversations.load_response(request.request_id) is not None
-        return events, error, stored
+        return events, error, await conversations.load_response(request.request_id)
 
-    events, error, stored = asyncio.run(run())
+    events, error, copy = asyncio.run(run())
     strict, sdk, _ = verdicts(events)
     final = next(
         (e["response"] for e in reversed(events) if e.get("type", "").startswith("response.")),
@@ -141,8 +140,10 @@ def streamed(
         "strict": strict and not error,
         "sdk": sdk,
         "visible": comparable(events),
-        "stored": stored,
+        "stored": copy is not None,
         "items": _items(final.get("output") or []),
+        "terminal": final,  # the terminal event's response
+        "stored_body": None if copy is None else sent_body(copy),  # as GET sends it
     }
 
 
