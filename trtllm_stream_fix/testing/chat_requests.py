@@ -67,18 +67,10 @@ def finished_result(output: SyntheticOutput) -> Result:
 def stream_frames(
     post: Callable[[Any, Any], list[str]], output: SyntheticOutput, split: int, args: Any
 ) -> list[str]:
-    """The frames of one chat stream of ``output`` at ``split`` tokens per engine response.
-
-    Raises what the post-processor raised (the frames so far are on the exception as
-    ``frames``).
-    """
+    """The frames of one chat stream of ``output`` at ``split`` tokens per engine response."""
     result = Result(prompt_token_ids=[1] * PROMPT_TOKENS)
     frames: list[str] = []
-    try:
-        for response in engine_responses(output, split):
-            result.apply(response.token_ids_diff, response.finished, response.finish_reason)
-            frames += post(result, args)
-    except Exception as exc:
-        exc.frames = frames  # type: ignore[attr-defined]
-        raise
+    for response in engine_responses(output, split):
+        result.apply(response.token_ids_diff, response.finished, response.finish_reason)
+        frames += post(result, args)
     return frames + [DONE_FRAME]

@@ -282,8 +282,18 @@ def _coverage(change: ChangeSet) -> str:
             "token), the event machine (coalescing, terminal events, errors that never escape), "
             "one regression test per defect above, and the real processor through "
             "`responses_api_streaming_post_processor` at 1 and 20 tokens per engine response, "
-            "inline and pickled. Every stream is checked by a strict event checker and by the "
-            "OpenAI SDK's own accumulator.",
+            "inline and pickled."
+            + (
+                " For Chat Completions: the chunk machine (role once, fields, tool calls, one "
+                "finish, usage, errors), the chat differential at 1, 2, 3, 7, 20, random and "
+                "numpy-array splits over synthetic, hostile and fuzz generations, and the edited "
+                "`chat_harmony_*` post-processors at 1 and 20 tokens per engine response, inline "
+                "and pickled, each stream equal to the non-streaming `ChatCompletionResponse`."
+                if _chat_edited(change)
+                else ""
+            )
+            + " Every stream is checked by a strict event checker and by the OpenAI SDK's own "
+            "accumulator.",
         ]
     )
 

@@ -37,7 +37,7 @@ def run_chat(outputs: list[Any]) -> dict[str, Any]:
         strict_chat_violations,
     )
     from ..chat_oracle import SDKRejected, sdk_accumulate_chat
-    from ..chat_requests import DONE_FRAME, chat_args, finished_result, sse_payloads, stream_frames
+    from ..chat_requests import chat_args, finished_result, sse_payloads, stream_frames
 
     tally: dict[str, Any] = {"streams": 0, "strict": 0, "sdk": 0, "identical": 0}
     tally.update(nonstreaming=0, raised=0, examples=[], response_type=None)
@@ -65,11 +65,11 @@ def run_chat(outputs: list[Any]) -> dict[str, Any]:
                 tally["streams"] += 1
                 try:
                     frames = stream_frames(post, output, split, args)
-                except Exception as exc:  # the stream ends here, as the server's would
+                except Exception as exc:  # the stream ends here: it counts as raised only
                     tally["raised"] += 1
-                    frames = [*getattr(exc, "frames", []), DONE_FRAME]
                     if len(examples) < 5:
                         examples.append(f"{output.name} @ {split}: raised {exc!r:.200}")
+                    continue
                 payloads = sse_payloads(frames)
                 visible = chat_visible(payloads)
                 reference = reference or visible
