@@ -314,7 +314,7 @@ def test_the_benchmark_server_runs_with_the_servers_limits(monkeypatch) -> None:
     assert module.main(["--port", "0"]) == 0
     (config,) = configs
     limits = ServerLimits()
-    assert isinstance(config.http, type), config.http  # our h11 protocol, not "auto"
+    assert isinstance(config.http, type), config.http  # our protocol class, not "auto"
     assert getattr(config.http, "head_timeout", None) == limits.header_timeout
     assert config.h11_max_incomplete_event_size == limits.max_header_bytes
     assert config.timeout_keep_alive == limits.keep_alive_timeout

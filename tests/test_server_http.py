@@ -16,10 +16,13 @@ from trtllm_stream_fix.sim.sdk_client import make_client, sdk_stream
 SCENARIOS = ("reasoning_answer", "preamble_tool_call", "multibyte_emoji", "length_cut")
 
 
-@pytest.fixture(scope="module")
-def base_url():
+HTTP_IMPLS = ("httptools", "h11")  # uvicorn's protocols: the default when installed, the fallback
+
+
+@pytest.fixture(scope="module", params=HTTP_IMPLS)
+def base_url(request):
     app = create_app(EngineConfig(stream_interval=20), max_body_bytes=64 * 1024)
-    with serve_in_thread(app) as url:
+    with serve_in_thread(app, http=request.param) as url:
         yield url
 
 

@@ -44,9 +44,12 @@ def _nested_object(depth: int) -> str:
     return '{"a": ' * depth + "1" + "}" * depth
 
 
-@pytest.fixture(scope="module")
-def base_url():
-    with serve_in_thread(create_app(EngineConfig(stream_interval=20))) as url:
+HTTP_IMPLS = ("httptools", "h11")  # uvicorn's protocols: the default when installed, the fallback
+
+
+@pytest.fixture(scope="module", params=HTTP_IMPLS)
+def base_url(request):
+    with serve_in_thread(create_app(EngineConfig(stream_interval=20)), http=request.param) as url:
         yield url
 
 
@@ -279,34 +282,78 @@ def _read_until_closed(sock: socket.socket) -> bytes:
         received += chunk
 
 
-def test_a_connection_that_never_finishes_its_headers_is_closed():
+def _head_deadline_passes(sock: socket.socket) -> None:
+    sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+    try:
+        leftover = _read_until_closed(sock)
+    except TimeoutError:
+        pytest.fail("the server kept a half-sent request head open for 10 s")
+    assert leftover == b""
+
+
+@pytest.mark.parametrize("http", HTTP_IMPLS)
+def test_a_connection_that_never_finishes_its_headers_is_closed(http):
     app = create_app(EngineConfig(stream_interval=20), limits=ServerLimits(header_timeout=0.5))
-    with serve_in_thread(app) as url:
+    with serve_in_thread(app, http=http) as url:
         host, port = url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=10) as sock:
-            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
-            try:
-                leftover = _read_until_closed(sock)
-            except TimeoutError:
-                pytest.fail("the server kept a half-sent request head open for 10 s")
-            assert leftover == b""
+            _head_deadline_passes(sock)
         # Complete requests on a kept-alive connection are unaffected.
         with httpx.Client(base_url=url) as client:
             assert client.get("/health").status_code == 200
             assert client.get("/health").status_code == 200
 
 
-def test_an_endless_request_head_is_cut_at_the_header_bound():
-    app = create_app(EngineConfig(stream_interval=20), limits=ServerLimits(max_header_bytes=4096))
-    with serve_in_thread(app) as url:
+@pytest.mark.parametrize("http", HTTP_IMPLS)
+def test_the_head_deadline_is_armed_again_after_each_response(http):
+    app = create_app(EngineConfig(stream_interval=20), limits=ServerLimits(header_timeout=0.5))
+    with serve_in_thread(app, http=http) as url:
         host, port = url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=10) as sock:
-            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"y" * 8192)
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += sock.recv(4096)
+            head, body = answer.split(b"\r\n\r\n", 1)
+            assert head.startswith(b"HTTP/1.1 200")
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            while len(body) < length:
+                body += sock.recv(4096)
+            _head_deadline_passes(sock)
+
+
+@pytest.mark.parametrize("http", HTTP_IMPLS)
+@pytest.mark.parametrize("pieces", [1, 16])
+def test_an_endless_request_head_is_cut_at_the_header_bound(http, pieces):
+    app = create_app(EngineConfig(stream_interval=20), limits=ServerLimits(max_header_bytes=4096))
+    with serve_in_thread(app, http=http) as url:
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ")
+            try:
+                for _ in range(pieces):
+                    sock.sendall(b"y" * (8192 // pieces))
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the server answered and closed before the last piece
             try:
                 answer = _read_until_closed(sock)
             except TimeoutError:
                 pytest.fail("the server buffered an 8 KiB incomplete head and kept waiting")
         assert answer.startswith(b"HTTP/1.1 400")
+
+
+def test_auto_picks_httptools_when_installed_and_h11_otherwise(monkeypatch):
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from trtllm_stream_fix.sim import http_server
+
+    assert issubclass(http_server.limited_protocol(1.0), HttpToolsProtocol)
+    monkeypatch.setattr(http_server, "httptools_available", lambda: False)
+    fallback = http_server.limited_protocol(1.0)
+    assert issubclass(fallback, H11Protocol) and fallback.head_timeout == 1.0
+    with pytest.raises(ValueError, match="unknown HTTP implementation"):
+        http_server.limited_protocol(1.0, "h2")  # type: ignore[arg-type]
 
 
 # -- integers, strings, metadata, conversation state -------------------------------------

@@ -4,16 +4,20 @@
 uvicorn closes idle keep-alive connections but has no deadline for a request head: a client
 that never finishes its headers holds the connection for ever. :func:`limited_protocol`
 adds one (``ServerLimits.header_timeout``), armed whenever a connection waits for a request
-head. Binding before the server starts lets callers report a bad address as an error and
-announce the server only once it is listening.
+head, to uvicorn's httptools protocol (used when ``httptools`` is installed, as with
+``uvicorn[standard]``; it also gets the head size bound, which uvicorn applies to h11 only)
+and to its h11 protocol (the fallback). uvicorn's event loop ``"auto"`` picks ``uvloop``
+when installed. Binding before the server starts lets callers report a bad address as an
+error and announce the server only once it is listening.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import importlib.util
 import socket
-from typing import Any
+from typing import Any, Literal
 
 import h11
 import uvicorn
@@ -62,17 +66,41 @@ class _HeadDeadlineProtocol(H11Protocol):
             self.transport.close()
 
 
-def limited_protocol(header_timeout: float) -> type[H11Protocol]:
-    """The h11 protocol class with a ``header_timeout`` (seconds) for each request head."""
+HttpImpl = Literal["auto", "httptools", "h11"]
+
+
+def httptools_available() -> bool:
+    """Whether uvicorn's httptools protocol can be used (``httptools`` is installed)."""
+    return importlib.util.find_spec("httptools") is not None
+
+
+def limited_protocol(
+    header_timeout: float,
+    http: HttpImpl = "auto",
+    max_header_bytes: int = ServerLimits.max_header_bytes,
+) -> type[asyncio.Protocol]:
+    """uvicorn's httptools (``"auto"`` when installed) or h11 protocol class with a
+    ``header_timeout`` (seconds) for each request head; the httptools one also answers a
+    head over ``max_header_bytes`` with a 400 (uvicorn bounds h11's head itself)."""
+    if http == "httptools" or (http == "auto" and httptools_available()):
+        from ._httptools_protocol import HeadDeadlineHttpToolsProtocol
+
+        attrs = {"head_timeout": header_timeout, "max_head_bytes": max_header_bytes}
+        return type("HeadDeadlineProtocol", (HeadDeadlineHttpToolsProtocol,), attrs)
+    if http not in ("auto", "h11"):
+        raise ValueError(f"unknown HTTP implementation {http!r} (auto, httptools, h11)")
     return type("HeadDeadlineProtocol", (_HeadDeadlineProtocol,), {"head_timeout": header_timeout})
 
 
-def uvicorn_config(app: Any, limits: ServerLimits | None = None, **options: Any) -> uvicorn.Config:
-    """A ``uvicorn.Config`` for ``app`` with the connection limits of ``limits``."""
+def uvicorn_config(
+    app: Any, limits: ServerLimits | None = None, *, http: HttpImpl = "auto", **options: Any
+) -> uvicorn.Config:
+    """A ``uvicorn.Config`` for ``app`` with the connection limits of ``limits``, on the
+    ``http`` protocol (``"auto"``: httptools when installed, else h11)."""
     limits = limits or getattr(getattr(app, "state", None), "limits", None) or ServerLimits()
     return uvicorn.Config(
         app,
-        http=limited_protocol(limits.header_timeout),
+        http=limited_protocol(limits.header_timeout, http, limits.max_header_bytes),
         h11_max_incomplete_event_size=limits.max_header_bytes,
         timeout_keep_alive=limits.keep_alive_timeout,
         limit_concurrency=limits.max_concurrency,

@@ -11,7 +11,7 @@ from typing import Any
 
 import uvicorn
 
-from .http_server import bind, uvicorn_config
+from .http_server import HttpImpl, bind, uvicorn_config
 from .limits import ServerLimits
 
 
@@ -24,18 +24,21 @@ def serve_in_thread(
     log_level: str = "warning",
     startup_timeout: float = 10.0,
     limits: ServerLimits | None = None,
+    http: HttpImpl = "auto",
 ) -> Iterator[str]:
     """``with serve_in_thread(app) as base_url:`` -> ``"http://127.0.0.1:<port>"``.
 
     The socket is bound before the thread starts (port 0 picks a free one); the server is
     asked to exit and the thread joined when the block ends. Connection limits come from
-    ``limits``, else the app's own (``app.state.limits``).
+    ``limits``, else the app's own (``app.state.limits``); ``http`` picks uvicorn's protocol
+    (``"auto"``: httptools when installed, else h11).
     """
     sock = bind(host, port)
     bound_port = sock.getsockname()[1]
     config = uvicorn_config(
         app,
         limits,
+        http=http,
         log_level=log_level,
         lifespan="off",
         access_log=False,
