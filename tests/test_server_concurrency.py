@@ -74,9 +74,10 @@ def test_32_concurrent_streams_are_valid_without_cross_talk(base_url):
     assert peak > 1
 
 
-def test_client_disconnect_frees_request_state():
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_client_disconnect_frees_request_state(http):
     app = create_app(EngineConfig(stream_interval=1, tokens_per_second=50))
-    with serve_in_thread(app) as url:
+    with serve_in_thread(app, http=http) as url:
         body = {
             "model": "gpt-oss-20b",
             "input": "x",
@@ -98,3 +99,24 @@ def test_client_disconnect_frees_request_state():
             health = client.get(f"{url}/health").json()
     assert health["active_streams"] == 0
     assert health["total_streams"] == 1
+
+
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_a_disconnect_ends_a_stream_that_waits_for_the_engine(http):
+    # At 2 tokens/s the stream waits ~0.5 s for each engine response: the disconnect must
+    # end it where it waits, not when the whole turn would have been generated.
+    app = create_app(EngineConfig(stream_interval=1, tokens_per_second=2))
+    with serve_in_thread(app, http=http) as url:
+        body = {"model": "gpt-oss-20b", "input": "x", "scenario": "reasoning_answer"}
+        with httpx.Client(timeout=10) as client:
+            with client.stream("POST", f"{url}/v1/responses", json=body | {"stream": True}) as r:
+                next(r.iter_bytes())
+            deadline = time.monotonic() + 5
+            while client.get(f"{url}/health").json()["active_streams"] and (
+                time.monotonic() < deadline
+            ):
+                time.sleep(0.02)
+            health = client.get(f"{url}/health").json()
+            usage = client.post(f"{url}/v1/responses", json=body, timeout=5).json()
+    assert usage["usage"]["output_tokens"] > 20  # the turn would take > 10 s at 2 tokens/s
+    assert health["active_streams"] == 0

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
@@ -44,6 +44,7 @@ from .protocol import (
     parse_request,
     select_generation,
 )
+from .sse_response import EventStreamResponse
 
 logger = logging.getLogger(__name__)
 #: Connection events (a client that left) go where uvicorn logs its own, at ``--log-level``.
@@ -372,9 +373,8 @@ def create_app(
         # The first chunk (created + in_progress, echoing the request) is built before the
         # 200 is sent: a request it cannot serialise fails as JSON, not mid-body.
         first = await chunks.__anext__()
-        return StreamingResponse(
+        return EventStreamResponse(
             _tracked(gauge, _prepend(first, chunks)),
-            media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
