@@ -35,6 +35,7 @@ harness.use_standin()
 from tensorrt_llm.serve import openai_server, responses_utils
 
 from trtllm_stream_fix.checker.responses import check_responses_events
+from trtllm_stream_fix.testing import openai_schema
 from trtllm_stream_fix.testing.sdk_oracle import sdk_accumulate
 from trtllm_stream_fix.testing.synthetic import generate_outputs, named_output
 
@@ -228,6 +229,33 @@ def test_stored_streamed_response_is_what_the_client_saw_with_usage(fixed, name)
     body = body.model_dump(mode="json", by_alias=True)
     assert counted(stored["usage"]) == counted(body["usage"]) != counted(None)
     assert stored.keys() == body.keys()  # the shape a stored non-streaming response has
+
+
+@pytest.mark.parametrize("by_alias", [True, False], ids=["by_alias", "plain_dump"])
+def test_stored_streamed_tool_call_has_only_openai_keys_however_dumped(fixed, by_alias):
+    """A stored streamed turn with a function call, dumped as a server may dump it (upstream's
+    GET /v1/responses/{id} calls ``model_dump()`` without ``by_alias``), names every key
+    (null ones included) as OpenAI does: the terminal event's keys, no Python alias such as
+    ``async_``, whichever way it is dumped."""
+    from tensorrt_llm.serve.openai_protocol import ResponsesRequest
+
+    server = openai_server.OpenAIServer(harness.engine_for(named_output("preamble_tool_call"), 20))
+
+    async def streamed() -> list[str]:
+        generator = await server.openai_responses(ResponsesRequest(input="hi", stream=True))
+        frames = [frame async for frame in generator]
+        await asyncio.sleep(0)  # the store task scheduled with the terminal frame
+        return frames
+
+    terminal = harness.frames_to_events(asyncio.run(streamed()))[-1]["response"]
+    stored = asyncio.run(server.conversation_store.load_response(terminal["id"]))
+    assert stored is not None, "the streamed turn was not stored"
+    dumped = stored.model_dump(mode="json", by_alias=by_alias)
+    assert any(item["type"] == "function_call" for item in dumped["output"])
+    # output items: every key OpenAI's; the response keeps upstream's extra envelope keys
+    unknown = openai_schema.unknown_keys(dumped, kinds="item:")
+    assert unknown == [], unknown
+    assert [sorted(i) for i in dumped["output"]] == [sorted(i) for i in terminal["output"]]
 
 
 def counted(usage: dict | None) -> dict:

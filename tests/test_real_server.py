@@ -161,6 +161,30 @@ def test_stored_streamed_response_is_what_the_client_saw_with_usage(patched):
         assert stored.keys() == plain.keys()
 
 
+def test_stored_streamed_tool_call_has_openai_key_names(patched):
+    """GET /v1/responses/{id} of a streamed turn with a function call (upstream dumps it with
+    ``model_dump()``, no ``by_alias``) names every item key, null ones included, as OpenAI
+    does and as the terminal event did: ``async``, never the SDK's ``async_``."""
+    import httpx
+
+    from trtllm_stream_fix.testing import openai_schema
+    from trtllm_stream_fix.testing.realstub.serve_matrix import MODEL, stream_response
+
+    async def go() -> tuple[dict, dict]:
+        async with httpx.AsyncClient(timeout=120) as http:
+            body = {"model": MODEL, "input": "hi, seed 13", "store": True, "stream": True}
+            terminal = (await stream_response(http, patched, body))[-1]["response"]
+            fetched = await http.get(f"{patched}/v1/responses/{terminal['id']}")
+            assert fetched.status_code == 200, fetched.text
+            return terminal, fetched.json()
+
+    terminal, stored = asyncio.run(go())
+    assert any(item["type"] == "function_call" for item in stored["output"])
+    unknown = openai_schema.unknown_keys(stored, kinds="item:")
+    assert unknown == [], unknown
+    assert [sorted(i) for i in stored["output"]] == [sorted(i) for i in terminal["output"]]
+
+
 def test_two_turn_tool_conversation_needs_the_plugin(unpatched, patched):
     from trtllm_stream_fix.testing.realstub.serve_matrix import two_turns
 

@@ -11,8 +11,10 @@ lacks (``ADDED_FIELDS``, optional): ``from_request``
 and adds the request's envelope, built as the streaming processor builds its own
 (:func:`~trtllm_stream_fix.serving.processor.request_context`); its serializer writes every field
 OpenAI sends, in OpenAI's order (``null`` where unset), then every other key upstream
-dumped. Upstream's own values win for the per-response fields (id, status, output, usage,
-...) and wherever the envelope has nothing; no key upstream sends is dropped.
+dumped, output items always under OpenAI's key names (``async``, not the SDK's Python name
+``async_``, whether or not the caller dumps ``by_alias``). Upstream's own values win for the
+per-response fields (id, status, output, usage, ...) and wherever the envelope has nothing;
+no key upstream sends is dropped.
 
 The class is defined at module level (importing this module imports
 ``tensorrt_llm.serve.responses_utils``), so an instance pickled back from a PostprocWorker is
@@ -25,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import (
+    BaseModel,
     PrivateAttr,
     SerializationInfo,
     SerializerFunctionWrapHandler,
@@ -115,6 +118,25 @@ class CompleteResponsesResponse(_WithOpenAIFields):
         if info.include is not None or info.exclude is not None:
             return dumped  # the caller chose the keys
         out = complete(dumped, self._fix_fields)
+        if not info.by_alias and isinstance(out.get("output"), list):
+            out["output"] = [_wire_item(item, info) for item in self.output or ()]
         if info.exclude_none:
             return {k: v for k, v in out.items() if v is not None}
         return out
+
+
+def _wire_item(item: Any, info: SerializationInfo) -> Any:
+    """An output item dumped with OpenAI's key names (``async``, not the SDK's ``async_``).
+
+    A server that dumps without ``by_alias`` (upstream's ``GET /v1/responses/{id}``,
+    ``model_dump()``) would otherwise send the SDK's Python field names.
+    """
+    if not isinstance(item, BaseModel):
+        return item
+    return item.model_dump(
+        mode=info.mode,
+        by_alias=True,
+        exclude_unset=info.exclude_unset,
+        exclude_defaults=info.exclude_defaults,
+        exclude_none=info.exclude_none,
+    )

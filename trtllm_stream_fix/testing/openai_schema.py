@@ -9,13 +9,15 @@ is recorded in the file and in ``docs/openai-recordings.md``.
 
 ``missing_keys(event)`` walks an event dict (or a non-streaming Response body) and names every
 required key that is absent, every integer field that is not an integer, and a ``usage`` that
-is set before the terminal event.
+is set before the terminal event. ``unknown_keys(record)`` names every key (null ones included)
+that OpenAI's API does not send for its kind, such as a Python alias (``async_``).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -119,3 +121,38 @@ def missing_keys(record: Mapping[str, Any]) -> list[str]:
         if record.get("type") in LIFECYCLE and response.get("usage") is not None:
             problems.append(f"event:{record['type']}: usage set before the terminal event")
     return problems
+
+
+def unknown_keys(record: Mapping[str, Any], kinds: str = "") -> list[str]:
+    """Keys of one event dict (or Response body) OpenAI's API does not send; [] when fine.
+
+    Only kinds starting with ``kinds`` (e.g. ``"item:"``) are checked. Allowed per kind: the
+    recorded keys, :data:`OPTIONAL_KEYS` and, for output items, the wire names (aliases) of
+    the ``openai`` SDK's type for it (keys OpenAI sends on some instances only, or null):
+    ``async`` is one, the SDK's Python name ``async_`` is not. Kinds the schema does not
+    describe are left to :func:`missing_keys`.
+    """
+    problems: list[str] = []
+    for kind, obj in objects(record):
+        keys = required(kind)
+        if keys is None or not kind.startswith(kinds):
+            continue
+        allowed = set(keys) | OPTIONAL_KEYS | _sdk_item_keys().get(kind, frozenset())
+        problems.extend(f"{kind}: unknown {key!r}" for key in obj if key not in allowed)
+    return problems
+
+
+@functools.lru_cache(maxsize=1)
+def _sdk_item_keys() -> dict[str, frozenset[str]]:
+    """Per ``item:<type>``, the wire names of the ``openai`` SDK's output item type."""
+    from openai.types.responses import ResponseOutputItem
+
+    union = typing.get_args(ResponseOutputItem)[0]  # Annotated[Union[...], discriminator]
+    found: dict[str, frozenset[str]] = {}
+    for model in typing.get_args(union):
+        fields = getattr(model, "model_fields", {})
+        kinds = typing.get_args(fields["type"].annotation) if "type" in fields else ()
+        names = frozenset(f.alias or name for name, f in fields.items())
+        for value in kinds:
+            found[f"item:{value}"] = names
+    return found
