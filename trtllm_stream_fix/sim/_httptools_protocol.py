@@ -11,27 +11,20 @@ bound can be passed by at most one read there).
 
 from __future__ import annotations
 
-import asyncio
-
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from .head_deadline import HeadDeadline
 from .limits import ServerLimits
 
 
-class HeadDeadlineHttpToolsProtocol(HttpToolsProtocol):
+class HeadDeadlineHttpToolsProtocol(HeadDeadline, HttpToolsProtocol):
     """httptools protocol that closes a connection whose request head is not complete in
     time, and answers a 400 to a head larger than ``max_head_bytes``."""
 
-    head_timeout: float = ServerLimits.header_timeout
     max_head_bytes: int = ServerLimits.max_header_bytes
-    _head_timer: asyncio.TimerHandle | None = None
     _awaiting_head = True
     _head_bytes = 0
     _message_ended = False
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm_head_deadline()
 
     def data_received(self, data: bytes) -> None:
         counted = self._awaiting_head
@@ -57,26 +50,5 @@ class HeadDeadlineHttpToolsProtocol(HttpToolsProtocol):
         self._message_ended = True
         super().on_message_complete()
 
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if self._awaiting_head and not self.transport.is_closing():
-            self._arm_head_deadline()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._cancel_head_deadline()
-        super().connection_lost(exc)
-
-    def _arm_head_deadline(self) -> None:
-        self._cancel_head_deadline()
-        self._head_timer = self.loop.call_later(self.head_timeout, self._head_deadline_passed)
-
-    def _cancel_head_deadline(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
-
-    def _head_deadline_passed(self) -> None:
-        self._head_timer = None
-        if self._awaiting_head and not self.transport.is_closing():
-            self.logger.info("closing a connection that sent no request head in time")
-            self.transport.close()
+    def _waiting_for_head(self) -> bool:
+        return self._awaiting_head

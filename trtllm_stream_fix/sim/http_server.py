@@ -23,47 +23,20 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .head_deadline import HeadDeadline
 from .limits import ServerLimits
 
 
-class _HeadDeadlineProtocol(H11Protocol):
+class _HeadDeadlineProtocol(HeadDeadline, H11Protocol):
     """h11 protocol that closes a connection whose request head is not complete in time."""
-
-    head_timeout: float = ServerLimits.header_timeout
-    _head_timer: asyncio.TimerHandle | None = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm_head_deadline()
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
         if self.conn.their_state is not h11.IDLE:
             self._cancel_head_deadline()
 
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-            self._arm_head_deadline()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._cancel_head_deadline()
-        super().connection_lost(exc)
-
-    def _arm_head_deadline(self) -> None:
-        self._cancel_head_deadline()
-        self._head_timer = self.loop.call_later(self.head_timeout, self._head_deadline_passed)
-
-    def _cancel_head_deadline(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
-
-    def _head_deadline_passed(self) -> None:
-        self._head_timer = None
-        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-            self.logger.info("closing a connection that sent no request head in time")
-            self.transport.close()
+    def _waiting_for_head(self) -> bool:
+        return self.conn.their_state is h11.IDLE
 
 
 HttpImpl = Literal["auto", "httptools", "h11"]
