@@ -203,13 +203,11 @@ def test_streamed_response_is_stored_and_previous_response_id_continues(fixed, e
 STORED_FIELDS = ("id", "object", "created_at", "status", "output", "usage", "incomplete_details")
 
 
-@pytest.mark.parametrize("name", ["reasoning_answer", "preamble_tool_call", "length_cut"])
-def test_stored_streamed_response_is_what_the_client_saw_with_usage(fixed, name):
-    """The stored copy of a streamed turn equals its terminal event's response (usage included,
-    not null), and its usage equals the non-streaming response's for the same tokens."""
+def stream_and_load_stored(output) -> tuple:
+    """Stream ``output`` through the stand-in server (20 tokens per response, store on):
+    the server, the terminal event's response and the stored copy of the turn."""
     from tensorrt_llm.serve.openai_protocol import ResponsesRequest
 
-    output = named_output(name)
     server = openai_server.OpenAIServer(harness.engine_for(output, 20))
 
     async def streamed() -> list[str]:
@@ -221,6 +219,16 @@ def test_stored_streamed_response_is_what_the_client_saw_with_usage(fixed, name)
     terminal = harness.frames_to_events(asyncio.run(streamed()))[-1]["response"]
     stored = asyncio.run(server.conversation_store.load_response(terminal["id"]))
     assert stored is not None, "the streamed turn was not stored"
+    return server, terminal, stored
+
+
+@pytest.mark.parametrize("name", ["reasoning_answer", "preamble_tool_call", "length_cut"])
+def test_stored_streamed_response_is_what_the_client_saw_with_usage(fixed, name):
+    """The stored copy of a streamed turn equals its terminal event's response (usage included,
+    not null), and its usage equals the non-streaming response's for the same tokens."""
+    from tensorrt_llm.serve.openai_protocol import ResponsesRequest
+
+    server, terminal, stored = stream_and_load_stored(named_output(name))
     stored = stored.model_dump(mode="json", by_alias=True)
     assert terminal["usage"] is not None
     assert {k: stored.get(k) for k in STORED_FIELDS} == {k: terminal[k] for k in STORED_FIELDS}
@@ -237,19 +245,7 @@ def test_stored_streamed_tool_call_has_only_openai_keys_however_dumped(fixed, by
     GET /v1/responses/{id} calls ``model_dump()`` without ``by_alias``), names every key
     (null ones included) as OpenAI does: the terminal event's keys, no Python alias such as
     ``async_``, whichever way it is dumped."""
-    from tensorrt_llm.serve.openai_protocol import ResponsesRequest
-
-    server = openai_server.OpenAIServer(harness.engine_for(named_output("preamble_tool_call"), 20))
-
-    async def streamed() -> list[str]:
-        generator = await server.openai_responses(ResponsesRequest(input="hi", stream=True))
-        frames = [frame async for frame in generator]
-        await asyncio.sleep(0)  # the store task scheduled with the terminal frame
-        return frames
-
-    terminal = harness.frames_to_events(asyncio.run(streamed()))[-1]["response"]
-    stored = asyncio.run(server.conversation_store.load_response(terminal["id"]))
-    assert stored is not None, "the streamed turn was not stored"
+    _, terminal, stored = stream_and_load_stored(named_output("preamble_tool_call"))
     dumped = stored.model_dump(mode="json", by_alias=by_alias)
     assert any(item["type"] == "function_call" for item in dumped["output"])
     # output items: every key OpenAI's; the response keeps upstream's extra envelope keys

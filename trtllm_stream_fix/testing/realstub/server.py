@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+from .. import engine_results
+
 MODEL = "gpt-oss-20b"
 TOOL_OUTPUT = re.compile(r"<\|start\|>functions\.")
 SCENARIO = re.compile(r"\bscenario[ :=]+([a-z_]+)")
@@ -110,22 +112,12 @@ def batch_sizes(total: int, settings: EngineSettings, seed: int) -> list[int]:
 
 
 @dataclass
-class Output:
+class Output(engine_results.Output):
     """``CompletionOutput``: cumulative tokens and the diff of the last engine response."""
 
-    index: int = 0
-    token_ids: list[int] = field(default_factory=list)
-    finish_reason: str | None = None
-    stop_reason: int | str | None = None
-    disaggregated_params: Any = None
     logprobs: Any = None
     text: str = ""
-    _last_token_ids_len: int = 0
     _postprocess_result: Any = None
-
-    @property
-    def token_ids_diff(self) -> list[int]:
-        return self.token_ids[self._last_token_ids_len :]
 
     @property
     def length(self) -> int:
@@ -133,14 +125,11 @@ class Output:
 
 
 @dataclass
-class Record:
+class Record(engine_results.Result):
     """The part of ``GenerationResult`` the post-processors read (picklable)."""
 
-    prompt_token_ids: list[int]
     id: int = 0
     request_id: int = 0
-    cached_tokens: int = 0
-    _done: bool = False
     error: Any = None
     disaggregated_params: Any = None
     metrics_dict: dict = field(default_factory=dict)
@@ -150,13 +139,6 @@ class Record:
     @property
     def finished(self) -> bool:
         return self._done
-
-    def apply(self, diff: tuple[int, ...], done: bool, finish_reason: str | None) -> None:
-        out = self.outputs[0]
-        out._last_token_ids_len = len(out.token_ids)
-        out.token_ids.extend(diff)
-        out.finish_reason = finish_reason
-        self._done = done
 
 
 class FakeGeneration(Record):
