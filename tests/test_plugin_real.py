@@ -63,15 +63,15 @@ def _source(configured: str) -> tuple[Path | None, str]:
     return root, ""
 
 
-def run_driver(module: str, configured: str, outputs: int) -> dict[str, Any]:
-    """Run ``python -m realstub.<module> ROOT OUTPUTS`` and return its ``RESULT`` line."""
+def run_driver(module: str, configured: str, outputs: int, *extra: str) -> dict[str, Any]:
+    """Run ``python -m realstub.<module> ROOT OUTPUTS [EXTRA...]``; return its ``RESULT`` line."""
     root, reason = _source(configured)
     if root is None:
         pytest.skip(reason)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(TESTS), str(REPO))))
     env.pop("TRTLLM_STREAM_FIX", None)
     proc = subprocess.run(
-        [sys.executable, "-m", f"realstub.{module}", str(root), str(outputs)],
+        [sys.executable, "-m", f"realstub.{module}", str(root), str(outputs), *extra],
         capture_output=True,
         text=True,
         env=env,
@@ -166,3 +166,18 @@ def test_with_the_plugin_a_stored_streamed_response_is_what_the_client_saw(real)
     # the streams the plugin failed (malformed Harmony) are not the non-streaming outcome
     assert fixed["usage"] == fixed["compared"] >= fixed["streams"] * 3 // 4, fixed["examples"]
     assert real["upstream_stored"]["stored"] == 0
+
+
+@pytest.mark.parametrize("configured", _sources(), ids=lambda p: Path(p).name or "installed")
+def test_plugin_streams_token_soups_through_the_real_modules(configured):
+    """Input our synthetic generator never makes (token soups: special and reserved ids
+    anywhere, ids outside the vocabulary, split and invalid UTF-8; hostile finish reasons;
+    numpy ids): with the plugin every stream is valid, raises nothing and is the same at any
+    batch size; unpatched upstream raises on them."""
+    result = run_driver("drive", configured, 60, "soup")
+    plugin, upstream = result["plugin"], result["upstream"]
+    assert plugin["streams"] == upstream["streams"] == 180
+    assert plugin["raised"] == 0, plugin["examples"]
+    assert plugin["strict"] == plugin["sdk"] == plugin["streams"], plugin["examples"]
+    assert plugin["identical"] == plugin["compared"], plugin["examples"]
+    assert upstream["raised"] > 0 and upstream["strict"] < upstream["streams"]

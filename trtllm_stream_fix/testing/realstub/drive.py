@@ -2,10 +2,12 @@
 """Drive the real TensorRT-LLM Responses modules as ``openai_server`` does, with and without
 the plugin; print one ``RESULT <json>`` line.
 
-Usage: ``python -m trtllm_stream_fix.testing.realstub.drive SOURCE_DIR [COUNT]`` (or
-``python -m realstub.drive`` from ``tests/``). Per synthetic output, at 1 and 20 tokens per
-engine response and with the processor pickled to an emulated PostprocWorker: a
-``ResponsesStreamingProcessor`` built as the handler builds one, ``get_initial_responses()``, then
+Usage: ``python -m trtllm_stream_fix.testing.realstub.drive SOURCE_DIR [COUNT] [soup]`` (or
+``python -m realstub.drive`` from ``tests/``). ``soup``: streams only, over token soups and
+hostile outputs (every other one delivered as numpy ids) instead of synthetic outputs.
+Per synthetic output, at 1 and 20 tokens per engine response and with the processor
+pickled to an emulated PostprocWorker: a ``ResponsesStreamingProcessor`` built as the handler
+builds one, ``get_initial_responses()``, then
 ``postprocess_handlers.responses_api_streaming_post_processor(res, args)`` per engine response,
 every frame restamped with ``stamp_sse_sequence_number`` inside ``guard_responses_stream``.
 Per output also the non-streaming body (inline and from a worker), checked against OpenAI's
@@ -237,6 +239,40 @@ def stored_copies(outputs: list[Any]) -> dict[str, Any]:
     return stats
 
 
+def soup_outputs(count: int) -> list[Any]:
+    """Token soups and hostile outputs; every other one's ids are numpy int64 scalars."""
+    import dataclasses
+    from itertools import chain
+
+    import numpy as np
+
+    from trtllm_stream_fix.testing.hostile import hostile_output
+    from trtllm_stream_fix.testing.token_soup import fuzz_outputs
+
+    half = count // 2
+    outputs = chain(fuzz_outputs(half, seed=3), map(hostile_output, range(count - half)))
+    return [
+        dataclasses.replace(o, generated=tuple(np.asarray(o.generated, dtype=np.int64)))
+        if i % 2
+        else o
+        for i, o in enumerate(outputs)
+    ]
+
+
+def soup(source: str, count: int) -> dict[str, Any]:
+    """Streams of token soups, unpatched then with the plugin (counts as ``run_all``)."""
+    realstub.activate(source)
+    from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
+
+    from trtllm_stream_fix.plugin.installer import install
+
+    outputs = soup_outputs(count)
+    result: dict[str, Any] = {"upstream": run_all(outputs)}
+    install(mode="on")
+    result["plugin"] = run_all(outputs)
+    return result
+
+
 def main(source: str, count: int) -> dict[str, Any]:
     stubbed = realstub.activate(source)
     from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
@@ -267,7 +303,9 @@ def main(source: str, count: int) -> dict[str, Any]:
 
 if __name__ == "__main__":
     try:
-        payload = main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 100)
+        count = int(sys.argv[2]) if len(sys.argv) > 2 else 100
+        run = soup if sys.argv[3:] == ["soup"] else main
+        payload = run(sys.argv[1], count)
     except Exception as exc:
         payload = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
     print("RESULT " + json.dumps(payload))
