@@ -16,6 +16,7 @@ import gzip
 import hashlib
 import logging
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -136,3 +137,45 @@ def encode_with_specials(encoding: HarmonyEncoding, text: str) -> list[int]:
     if SPECIAL_MARK not in text:
         return encoding.encode(text, allowed_special=set(), disallowed_special=())
     return encoding.encode(text, allowed_special="all")
+
+
+#: A space with whitespace (or the text's end) on either side: no word boundary there.
+_UNBOUNDED_SPACE = re.compile(r"(?<!\S) | (?!\S)")
+
+
+class PlainTextEncoder:
+    """``encoding.encode(text, allowed_special=set(), disallowed_special=())`` that keeps the
+    tokens of each space-separated word (at most ``max_words`` of them).
+
+    The gpt-oss pre-tokeniser (o200k) starts a piece at every single space between two
+    non-space characters, and BPE never merges across pieces, so such a text's tokens are
+    its words' tokens in turn (tested against the encoder). A text with a space next to
+    whitespace or at either end is encoded whole.
+    """
+
+    def __init__(self, encoding: HarmonyEncoding, max_words: int = 1 << 16) -> None:
+        self._encoding = encoding
+        self._max_words = max_words
+        self._words: dict[str, list[int]] = {}
+
+    def _whole(self, text: str) -> list[int]:
+        return self._encoding.encode(text, allowed_special=set(), disallowed_special=())
+
+    def encode(self, text: str) -> list[int]:
+        if " " not in text or _UNBOUNDED_SPACE.search(text):
+            return self._whole(text)
+        words = text.split(" ")
+        tokens = list(self._tokens(words[0]))
+        for word in words[1:]:
+            tokens += self._tokens(" " + word)
+        return tokens
+
+    def _tokens(self, word: str) -> list[int]:
+        found = self._words.get(word)
+        return found if found is not None else self._learn(word)
+
+    def _learn(self, word: str) -> list[int]:
+        tokens = self._whole(word)
+        if len(self._words) < self._max_words:
+            self._words[word] = tokens
+        return tokens

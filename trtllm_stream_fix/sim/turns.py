@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.harmony_tokens import CALL, END, RETURN
-from ..encoding import encode_with_specials, load_gpt_oss_encoding
+from ..encoding import PlainTextEncoder, encode_with_specials, load_gpt_oss_encoding
 from ..testing.synthetic import SyntheticOutput
 from .schema_args import sample
 
@@ -165,12 +165,12 @@ def _mentioned(name: str, words: set[str]) -> bool:
 
 def _reasoning(rng: random.Random, effort: str | None) -> str:
     low, high = REASONING_WORDS.get(effort, REASONING_WORDS[None])
-    text = " ".join(rng.choice(_THOUGHTS) for _ in range(rng.randint(low, high)))
+    text = " ".join(rng.choices(_THOUGHTS, k=rng.randint(low, high)))
     return f"{text[0].upper()}{text[1:]}." if text else ""
 
 
 def _answer(outputs: list[tuple[str, str]], rng: random.Random) -> str:
-    prose = " ".join(rng.choice(_PROSE) for _ in range(rng.randint(*ANSWER_WORDS)))
+    prose = " ".join(rng.choices(_PROSE, k=rng.randint(*ANSWER_WORDS)))
     if not outputs:
         return f"{rng.choice(('Sure, happy to help.', 'Here is a short answer.'))} {prose}."
     quoted = "; ".join(
@@ -229,14 +229,20 @@ def _markup_tokens(text: str) -> tuple[int, ...]:
     return tuple(encode_with_specials(load_gpt_oss_encoding(), text))
 
 
+@functools.lru_cache(maxsize=1)
+def _plain_text() -> PlainTextEncoder:
+    """The model text's encoder: turns are drawn from few words, each encoded once."""
+    return PlainTextEncoder(load_gpt_oss_encoding())
+
+
 def _encode(pieces: list[tuple[str, bool]]) -> list[int]:
-    encoding = load_gpt_oss_encoding()
+    plain = _plain_text()
     tokens: list[int] = []
     for text, markup in pieces:
         if markup:
             tokens += _markup_tokens(text)
         else:  # model text: special-token look-alikes are plain text
-            tokens += encoding.encode(text, allowed_special=set(), disallowed_special=())
+            tokens += plain.encode(text)
     return tokens
 
 
