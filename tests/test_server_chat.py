@@ -165,3 +165,82 @@ def test_validate_protocol_chat_against_both_generators(urls, capsys):
         summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
         assert summary["protocol"] == "chat" and summary["ok"] is (generator == "ours")
     assert codes == {"ours": 0, "upstream": 1}
+
+
+def _call(call_id: str) -> dict:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": "{}"},
+    }
+
+
+_USER = {"role": "user", "content": "weather?"}
+_CALLS = {"role": "assistant", "content": None, "tool_calls": [_call("call_1"), _call("call_2")]}
+_ROLE_ERROR = (
+    "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+    "message with 'tool_calls'."
+)
+
+
+def _tool(call_id: str) -> dict:
+    return {"role": "tool", "tool_call_id": call_id, "content": "rainy"}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    ("messages", "message", "param"),
+    [
+        ([_tool("call_1")], _ROLE_ERROR, "messages.[0].role"),
+        (
+            [_USER, {"role": "assistant", "content": "ok"}, _tool("call_1")],
+            _ROLE_ERROR,
+            "messages.[2].role",
+        ),
+        ([_USER, _CALLS, _USER, _tool("call_1")], _ROLE_ERROR, "messages.[3].role"),
+        (
+            [_USER, _CALLS, _tool("call_1"), _tool("call_9")],
+            "Invalid parameter: 'tool_call_id' of 'call_9' not found in 'tool_calls' of "
+            "previous message.",
+            "messages.[3].tool_call_id",
+        ),
+        (
+            # an id of an earlier assistant message is not one of the previous message's
+            [
+                _USER,
+                _CALLS,
+                _tool("call_1"),
+                _tool("call_2"),
+                {**_CALLS, "tool_calls": [_call("call_3")]},
+                _tool("call_1"),
+            ],
+            "Invalid parameter: 'tool_call_id' of 'call_1' not found in 'tool_calls' of "
+            "previous message.",
+            "messages.[5].tool_call_id",
+        ),
+    ],
+)
+def test_a_tool_message_must_answer_the_previous_tool_calls(urls, messages, message, param, stream):
+    for url in urls.values():
+        body = {"model": "gpt-oss-20b", "messages": messages, "stream": stream}
+        answer = httpx.post(f"{url}/v1/chat/completions", json=body)
+        assert answer.status_code == 400
+        assert answer.headers["content-type"] == "application/json"
+        assert answer.json() == {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": param,
+                "code": None,
+            }
+        }
+
+
+def test_tool_messages_that_answer_the_previous_tool_calls_are_served(urls):
+    messages = [_USER, _CALLS, _tool("call_2"), _tool("call_1")]
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+    for url in urls.values():
+        body = {"model": "gpt-oss-20b", "messages": messages, "tools": tools}
+        answer = httpx.post(f"{url}/v1/chat/completions", json=body)
+        assert answer.status_code == 200, answer.text
+        assert "rainy" in answer.json()["choices"][0]["message"]["content"]

@@ -30,6 +30,7 @@ from ..core.chat_machine import (
     build_chat_completion,
 )
 from ..defaults import random_id
+from .conversations import check_tool_messages
 from .engine import Generation, SimulatedEngine
 from .limits import ServerLimits
 from .protocol import (
@@ -99,6 +100,7 @@ def parse_chat_request(raw: bytes, *, max_depth: int = 64) -> ChatRequest:
     """Decode and validate a chat request body; raises :class:`RequestError` (400)."""
     request = decode_body(raw, ChatRequest, max_depth=max_depth)
     check_metadata(request.metadata)
+    check_tool_messages(request.messages)
     if request.stream_options is not None and not request.stream:
         raise RequestError(
             400, "stream_options can only be set if stream is true", param="stream_options"

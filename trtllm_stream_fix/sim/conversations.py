@@ -6,6 +6,10 @@ as OpenAI checks them.
 A response is stored when it ends (any terminal status) unless its request set
 ``store: false``; the store keeps the newest :data:`MAX_STORED` responses. Only the function
 calls (``call_id`` -> name) of each conversation are kept, not its text.
+
+:func:`check_tool_messages` applies OpenAI's rule for Chat Completions ``tool`` messages:
+each answers a call of the assistant message with ``tool_calls`` just before it (other
+``tool`` messages may come between).
 """
 
 from __future__ import annotations
@@ -100,3 +104,37 @@ def engine_input(
         if c in previous
     ]
     return [*calls, *request_input] if calls else request_input
+
+
+def check_tool_messages(messages: Sequence[Mapping[str, Any]]) -> None:
+    """OpenAI's 400 for a chat ``tool`` message that does not follow an assistant message
+    with ``tool_calls`` (``param`` ``messages.[N].role``) or whose ``tool_call_id`` is not
+    one of that message's call ids (``messages.[N].tool_call_id``)."""
+    calls: set[Any] | None = None  # the call ids tool messages may answer here
+    for n, message in enumerate(messages):
+        role = message.get("role")
+        if role != "tool":
+            tool_calls = message.get("tool_calls") if role == "assistant" else None
+            calls = _call_ids(tool_calls) if tool_calls else None
+            continue
+        if calls is None:
+            raise RequestError(
+                400,
+                "Invalid parameter: messages with role 'tool' must be a response to a "
+                "preceeding message with 'tool_calls'.",
+                param=f"messages.[{n}].role",
+            )
+        call_id = message.get("tool_call_id")
+        if not isinstance(call_id, str) or call_id not in calls:
+            raise RequestError(
+                400,
+                f"Invalid parameter: 'tool_call_id' of '{call_id}' not found in 'tool_calls' "
+                "of previous message.",
+                param=f"messages.[{n}].tool_call_id",
+            )
+
+
+def _call_ids(tool_calls: Any) -> set[Any]:
+    if not isinstance(tool_calls, list):
+        return set()
+    return {c.get("id") for c in tool_calls if isinstance(c, Mapping)}
