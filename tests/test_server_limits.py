@@ -339,6 +339,11 @@ def test_an_endless_request_head_is_cut_at_the_header_bound(http, pieces):
                 answer = _read_until_closed(sock)
             except TimeoutError:
                 pytest.fail("the server buffered an 8 KiB incomplete head and kept waiting")
+            except ConnectionResetError:
+                # The server answered 400 and closed while pieces were still arriving: the
+                # kernel's reset can discard the answer before it is read (seen under load).
+                assert pieces > 1
+                return
         assert answer.startswith(b"HTTP/1.1 400")
 
 

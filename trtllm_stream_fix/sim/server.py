@@ -33,6 +33,7 @@ from ..core.response import request_echo, typed_tools
 from ..core.sse import format_sse, model_to_json
 from ..defaults import random_id
 from .conversations import ResponseStore, conversation_calls, engine_input
+from .direct_routes import DirectRoutesApp
 from .engine import EngineConfig, Generation, SimulatedEngine
 from .faults import inject
 from .limits import ServerLimits, check_input_size, count_prompt_tokens
@@ -288,7 +289,7 @@ def create_app(
     store = ResponseStore()
     started = int(time.time())
 
-    app = FastAPI(
+    app = DirectRoutesApp(
         title="trtllm-stream-fix simulated gpt-oss server",
         docs_url=None,
         redoc_url=None,
@@ -374,13 +375,13 @@ def create_app(
         # 200 is sent: a request it cannot serialise fails as JSON, not mid-body.
         first = await chunks.__anext__()
         return EventStreamResponse(
-            _tracked(gauge, _prepend(first, chunks)),
+            _tracked(gauge, chunks, first),
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
-    # A plain Starlette route: the endpoint reads and answers the request itself, so
-    # FastAPI's per-request dependency and response handling would be work for nothing.
-    app.add_route("/v1/responses", responses, methods=["POST"])
+    # The endpoint reads, bounds and answers the request itself: FastAPI's middleware and
+    # per-request dependency and response handling would be work for nothing.
+    app.add_direct_route("/v1/responses", responses)
 
     from ..core.chat_machine import ChatOptions
     from .chat import add_chat_routes
@@ -401,21 +402,17 @@ def create_app(
     return app
 
 
-async def _prepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    try:
-        yield first
-        async for chunk in rest:
-            yield chunk
-    finally:
-        await rest.aclose()  # type: ignore[attr-defined]
-
-
-async def _tracked(gauge: StreamGauge, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    """``chunks``, counted in ``gauge`` while alive; closed on disconnect or error."""
+async def _tracked(
+    gauge: StreamGauge, chunks: AsyncIterator[Any], first: Any = None
+) -> AsyncIterator[Any]:
+    """``first`` (unless None), then ``chunks``, counted in ``gauge`` while alive; ``chunks``
+    closed on disconnect or error."""
     gauge.opened()
     try:
+        if first is not None:
+            yield first
         async for chunk in chunks:
             yield chunk
     finally:
         gauge.closed()
-        await chunks.aclose()
+        await chunks.aclose()  # type: ignore[attr-defined]
