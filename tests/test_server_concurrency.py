@@ -74,49 +74,56 @@ def test_32_concurrent_streams_are_valid_without_cross_talk(base_url):
     assert peak > 1
 
 
+#: Each streaming route: its path, a request body for it, and its usage's output-token count.
+ROUTES = {
+    "responses": ("/v1/responses", {"input": "x"}, lambda usage: usage["output_tokens"]),
+    "chat": (
+        "/v1/chat/completions",
+        {"messages": [{"role": "user", "content": "x"}]},
+        lambda usage: usage["completion_tokens"],
+    ),
+}
+
+
+def _wait_for_no_streams(client: httpx.Client, url: str) -> dict:
+    deadline = time.monotonic() + 5
+    while client.get(f"{url}/health").json()["active_streams"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return client.get(f"{url}/health").json()
+
+
+@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("http", ["httptools", "h11"])
-def test_client_disconnect_frees_request_state(http):
+def test_client_disconnect_frees_request_state(http, route):
+    path, request, _ = ROUTES[route]
     app = create_app(EngineConfig(stream_interval=1, tokens_per_second=50))
     with serve_in_thread(app, http=http) as url:
-        body = {
-            "model": "gpt-oss-20b",
-            "input": "x",
-            "scenario": "reasoning_answer",
-            "stream": True,
-        }
+        body = {"model": "gpt-oss-20b", **request, "scenario": "reasoning_answer", "stream": True}
         with httpx.Client(timeout=10) as client:
-            with client.stream("POST", f"{url}/v1/responses", json=body) as response:
+            with client.stream("POST", f"{url}{path}", json=body) as response:
                 chunks = response.iter_bytes()
                 next(chunks)
                 next(chunks)
                 assert client.get(f"{url}/health").json()["active_streams"] == 1
             # leaving the block closes the connection mid-stream
-            deadline = time.monotonic() + 5
-            while client.get(f"{url}/health").json()["active_streams"] and (
-                time.monotonic() < deadline
-            ):
-                time.sleep(0.02)
-            health = client.get(f"{url}/health").json()
+            health = _wait_for_no_streams(client, url)
     assert health["active_streams"] == 0
     assert health["total_streams"] == 1
 
 
+@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("http", ["httptools", "h11"])
-def test_a_disconnect_ends_a_stream_that_waits_for_the_engine(http):
+def test_a_disconnect_ends_a_stream_that_waits_for_the_engine(http, route):
     # At 2 tokens/s the stream waits ~0.5 s for each engine response: the disconnect must
     # end it where it waits, not when the whole turn would have been generated.
+    path, request, output_tokens = ROUTES[route]
     app = create_app(EngineConfig(stream_interval=1, tokens_per_second=2))
     with serve_in_thread(app, http=http) as url:
-        body = {"model": "gpt-oss-20b", "input": "x", "scenario": "reasoning_answer"}
+        body = {"model": "gpt-oss-20b", **request, "scenario": "reasoning_answer"}
         with httpx.Client(timeout=10) as client:
-            with client.stream("POST", f"{url}/v1/responses", json=body | {"stream": True}) as r:
+            with client.stream("POST", f"{url}{path}", json=body | {"stream": True}) as r:
                 next(r.iter_bytes())
-            deadline = time.monotonic() + 5
-            while client.get(f"{url}/health").json()["active_streams"] and (
-                time.monotonic() < deadline
-            ):
-                time.sleep(0.02)
-            health = client.get(f"{url}/health").json()
-            usage = client.post(f"{url}/v1/responses", json=body, timeout=5).json()
-    assert usage["usage"]["output_tokens"] > 20  # the turn would take > 10 s at 2 tokens/s
+            health = _wait_for_no_streams(client, url)
+            usage = client.post(f"{url}{path}", json=body, timeout=5).json()["usage"]
+    assert output_tokens(usage) > 20  # the turn would take > 10 s at 2 tokens/s
     assert health["active_streams"] == 0

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core import chat_chunks as cc
@@ -44,6 +44,7 @@ from .protocol import (
     input_text,
     select_generation,
 )
+from .sse_response import EventStreamResponse
 
 logger = logging.getLogger(__name__)
 
@@ -169,9 +170,8 @@ def add_chat_routes(
         if not body.stream:
             return _completion(context, body, generation, generator, options, encoding)
         chunks = _stream(context, body, generation, engine, generator, options, encoding)
-        return StreamingResponse(
+        return EventStreamResponse(
             _tracked(gauge, chunks),
-            media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
