@@ -42,6 +42,7 @@ from _runner import bench_env, machine_info, percentile
 from trtllm_stream_fix.checker import StreamRecord, StreamSession
 
 FULL_LEVELS = (1, 8, 32, 128)
+KEEPALIVE_EXPIRY_S = 1.0
 QUICK_LEVELS = (2,)
 PROMPTS = (
     "What is the capital of France?",
@@ -281,7 +282,14 @@ async def run_level(
 ) -> tuple[list[StreamResult], float]:
     import httpx
 
-    limits = httpx.Limits(max_connections=concurrency + 4, max_keepalive_connections=concurrency)
+    # Idle connections are dropped well before a server's keep-alive timeout (uvicorn's
+    # default is 5 s, httpx's expiry too): a loaded client that reads a stream late would
+    # otherwise send its next request on a connection the server is closing.
+    limits = httpx.Limits(
+        max_connections=concurrency + 4,
+        max_keepalive_connections=concurrency,
+        keepalive_expiry=KEEPALIVE_EXPIRY_S,
+    )
     endpoint = f"{url.rstrip('/')}/v1/responses"
     async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(timeout)) as client:
 
