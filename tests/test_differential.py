@@ -96,6 +96,19 @@ def test_check_command_json_shape(capsys):
     assert code == 0
 
 
+def test_the_non_streaming_comparison_counts_usage(encoding):
+    """``check``'s "non-streaming = stream" count compares usage too: the same output gives
+    the same usage (reasoning tokens counted), and a body whose usage differs does not match."""
+    output = named_output("reasoning_answer")
+    events = stream_events(output, 20, encoding=encoding)
+    expected = nonstreaming_response(output, encoding=encoding)
+    assert expected["usage"] == events[-1]["response"]["usage"]
+    assert expected["usage"]["output_tokens_details"]["reasoning_tokens"] > 0
+    assert nonstreaming_matches(events, expected)
+    expected["usage"]["output_tokens_details"]["reasoning_tokens"] = 0  # upstream's count
+    assert not nonstreaming_matches(events, expected)
+
+
 def test_visible_events_ignore_ids_and_sequence_but_not_text(encoding):
     output = next(o for o in generate_outputs(50, seed=0) if o.name == "reasoning_answer")
     a = stream_events(output, 1, encoding=encoding)

@@ -36,6 +36,7 @@ from tensorrt_llm.serve import openai_server, responses_utils
 
 from trtllm_stream_fix.checker.responses import check_responses_events
 from trtllm_stream_fix.testing import openai_schema
+from trtllm_stream_fix.testing.realstub.drive import set_values
 from trtllm_stream_fix.testing.sdk_oracle import sdk_accumulate
 from trtllm_stream_fix.testing.synthetic import generate_outputs, named_output
 
@@ -235,8 +236,52 @@ def test_stored_streamed_response_is_what_the_client_saw_with_usage(fixed, name)
 
     body = asyncio.run(server.openai_responses(ResponsesRequest(input="hi", store=False)))
     body = body.model_dump(mode="json", by_alias=True)
-    assert counted(stored["usage"]) == counted(body["usage"]) != counted(None)
+    assert set_values(stored["usage"]) == set_values(body["usage"]) != set_values({})
     assert stored.keys() == body.keys()  # the shape a stored non-streaming response has
+
+
+USAGE_OUTPUTS = ["reasoning_answer", "preamble_tool_call", "length_cut", "malformed_missing_start"]
+
+
+@pytest.mark.parametrize("workers", [0, 2], ids=["inline", "workers"])
+@pytest.mark.parametrize("name", USAGE_OUTPUTS)
+def test_non_streaming_usage_is_the_terminal_events(fixed, name, workers):
+    """The same generation reports the same usage streamed (terminal event) and not streamed
+    (the body), reasoning_tokens included: the machine's count of the same token ids, not
+    upstream's non-streaming Harmony count (0)."""
+    from tensorrt_llm.serve.openai_protocol import ResponsesRequest
+
+    output = named_output(name)
+    terminal = harness.stream(output, 20, workers=workers)[-1]["response"]
+    server = openai_server.OpenAIServer(
+        harness.engine_for(output, 20), num_postprocess_workers=workers
+    )
+    body = asyncio.run(server.openai_responses(ResponsesRequest(input="hi", store=False)))
+    usage = body.model_dump(mode="json", by_alias=True)["usage"]
+    assert set_values(usage) == set_values(terminal["usage"])
+    if name == "reasoning_answer":  # the count the check is about is not zero
+        assert usage["output_tokens_details"]["reasoning_tokens"] > 0
+
+
+def test_usage_wrapper_leaves_non_harmony_and_usage_less_responses_as_upstream_built_them():
+    from types import SimpleNamespace
+
+    from trtllm_stream_fix.plugin.replacements import create_response
+
+    def built(final_res, use_harmony, request, model_name, response_creation_time, sampling):
+        return SimpleNamespace(usage=final_res.usage), ["messages"]
+
+    wrapped = create_response(built)
+    res = SimpleNamespace(
+        usage=object(), outputs=[SimpleNamespace(token_ids=[1], finish_reason="stop")]
+    )
+    assert wrapped(res, False, None, "m", 0, None)[0].usage is res.usage
+    none = SimpleNamespace(usage=None, outputs=res.outputs)
+    assert wrapped(none, True, None, "m", 0, sampling=None) == (
+        SimpleNamespace(usage=None),
+        ["messages"],
+    )
+    assert wrapped.__wrapped__ is built
 
 
 @pytest.mark.parametrize("by_alias", [True, False], ids=["by_alias", "plain_dump"])
@@ -252,19 +297,6 @@ def test_stored_streamed_tool_call_has_only_openai_keys_however_dumped(fixed, by
     unknown = openai_schema.unknown_keys(dumped, kinds="item:")
     assert unknown == [], unknown
     assert [sorted(i) for i in dumped["output"]] == [sorted(i) for i in terminal["output"]]
-
-
-def counted(usage: dict | None) -> dict:
-    """The token counts the streamed and the non-streaming path both compute.
-
-    ``output_tokens_details.reasoning_tokens`` is left out: upstream's non-streaming Harmony
-    path reports 0 where the stream counts the analysis tokens (see docs/real-upstream.md).
-    """
-    usage = usage or {}
-    return {
-        k: usage.get(k)
-        for k in ("input_tokens", "input_tokens_details", "output_tokens", "total_tokens")
-    }
 
 
 def test_streamed_events_pass_the_strict_checker_and_the_sdk(fixed):

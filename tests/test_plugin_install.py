@@ -40,8 +40,10 @@ NAMES = [
     (openai_server, "chat_harmony_streaming_post_processor"),
     (openai_server, "chat_harmony_post_processor"),
     (responses_utils, "ResponsesResponse"),  # its own group ("response")
+    (responses_utils, "_create_response"),  # its own group ("usage")
 ]
 RESPONSE_MODEL = "tensorrt_llm.serve.responses_utils.ResponsesResponse"
+CREATE_RESPONSE = "tensorrt_llm.serve.responses_utils._create_response"
 
 
 def _snapshot(names=NAMES) -> list[object]:
@@ -49,8 +51,11 @@ def _snapshot(names=NAMES) -> list[object]:
 
 
 def _group(outcomes) -> dict[str, str]:
-    """Statuses of the ``responses`` group (every target but the Response model)."""
-    return {o.target: o.status for o in outcomes if o.target != RESPONSE_MODEL}
+    """Statuses of the ``responses`` group (every target but the Response model's and the
+    usage's, each a group of its own)."""
+    return {
+        o.target: o.status for o in outcomes if o.target not in (RESPONSE_MODEL, CREATE_RESPONSE)
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -121,6 +126,25 @@ def test_a_response_model_mismatch_refuses_only_its_own_set(monkeypatch, caplog)
     assert install_mod.is_active()
 
 
+def test_a_create_response_mismatch_refuses_only_the_usage_set(monkeypatch, caplog):
+    """The non-streaming usage patch is its own group: a ``_create_response`` of another
+    shape is left as upstream's, the event fix and the Response model stay in place."""
+
+    def _create_response(final_res, request, model_name):  # an upstream that changed shape
+        raise AssertionError("never called")
+
+    monkeypatch.setattr(responses_utils, "_create_response", _create_response)
+    with caplog.at_level(logging.WARNING, logger="trtllm_stream_fix.plugin"):
+        report = install()
+    statuses = {o.target: o.status for o in report.outcomes}
+    assert statuses.pop(CREATE_RESPONSE) == "refused"
+    assert set(statuses.values()) == {"patched"}
+    assert responses_utils._create_response is _create_response
+    assert "_create_response" in install_mod.last_refusals()["usage"]
+    assert "_create_response" in caplog.text
+    assert install_mod.is_active()
+
+
 def test_shapes_of_the_standin_match_the_recorded_reference():
     checks = [targets.check(t) for t in targets.ALL_TARGETS]
     assert [c.describe() for c in checks if not c.ok] == []
@@ -142,7 +166,7 @@ def test_shape_mismatch_refuses_every_set_of_the_group_and_logs_one_clear_line(m
     assert statuses["tensorrt_llm.serve.responses_utils.ResponsesStreamingProcessor"] == "refused"
     assert statuses["tensorrt_llm.serve.openai_server.ResponsesStreamingProcessor"] == "refused"
     assert set(statuses.values()) == {"refused"}  # all or nothing across the group
-    assert _snapshot(NAMES[:-1]) == before[:-1]  # upstream untouched, no half-patched server
+    assert _snapshot(NAMES[:-2]) == before[:-2]  # upstream untouched, no half-patched server
     lines = [r.getMessage() for r in caplog.records if "not patching" in r.getMessage()]
     assert len(lines) == 1
     assert "ResponsesStreamingProcessor.process_single_output" in lines[0]

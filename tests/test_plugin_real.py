@@ -118,9 +118,11 @@ def test_install_patches_the_real_modules_and_uninstall_restores_them(real):
     statuses = dict(real["install"])
     assert not {"refused", "error"} & set(statuses.values()), statuses
     # processor, non-streaming mapper, stream guard, input channels and the two chat
-    # post-processors in postprocess_handlers (all or nothing); the complete Response model
-    assert list(statuses.values()).count("patched") == 7
+    # post-processors in postprocess_handlers (all or nothing); the complete Response model;
+    # the non-streaming usage
+    assert list(statuses.values()).count("patched") == 8
     assert statuses["tensorrt_llm.serve.responses_utils.ResponsesResponse"] == "patched"
+    assert statuses["tensorrt_llm.serve.responses_utils._create_response"] == "patched"
     assert {status for _, status in real["uninstall"]} == {"restored"}
     assert real["restored"] is True
 
@@ -166,6 +168,16 @@ def test_with_the_plugin_a_stored_streamed_response_is_what_the_client_saw(real)
     # the streams the plugin failed (malformed Harmony) are not the non-streaming outcome
     assert fixed["usage"] == fixed["compared"] >= fixed["streams"] * 3 // 4, fixed["examples"]
     assert real["upstream_stored"]["stored"] == 0
+
+
+def test_with_the_plugin_non_streaming_usage_is_the_terminal_events(real):
+    """For the same generation the non-streaming body (inline and from a worker) reports the
+    usage of the stream's terminal event, reasoning_tokens included (upstream's non-streaming
+    Harmony path reports 0 where the stream counts the analysis tokens)."""
+    fixed = real["plugin_usage"]
+    assert fixed["outputs"] == 25
+    assert fixed["inline"] == fixed["worker"] == fixed["outputs"], fixed["examples"]
+    assert fixed["reasoning"] > fixed["outputs"] // 2  # the count at stake is not zero
 
 
 @pytest.mark.parametrize("configured", _sources(), ids=lambda p: Path(p).name or "installed")

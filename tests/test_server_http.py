@@ -67,6 +67,8 @@ def test_stream_passes_strict_checker_and_matches_non_streaming(base_url, scenar
     assert streamed == _final_texts(answer)
     expected_terminal = "incomplete" if scenario == "length_cut" else "completed"
     assert record.terminal == expected_terminal == answer["status"]
+    # the same usage streamed and not (reasoning tokens included)
+    assert json.loads(record.events[-1]["data"])["response"]["usage"] == answer["usage"]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

@@ -5,7 +5,8 @@
 finished importing, and can be called again when another module loads (the import hook
 does). Patch sets that must agree form a group (``responses``: the streaming processor, the
 non-streaming mapper, the stream guard, the input channels and the Chat Completions
-post-processors; ``response``: the complete Response model, alone): if any target of any
+post-processors; ``response``: the complete Response model, alone; ``usage``: the
+non-streaming Harmony usage, alone): if any target of any
 set in a group does not match the recorded shapes, the whole group is refused (what a module
 loaded earlier had patched is taken back), with one log line per mismatch naming the target,
 the expected and the found shape; upstream is left untouched. ``last_refusals()`` keeps the
@@ -125,6 +126,12 @@ def _response_model(original: Any) -> Any:
     return CompleteResponsesResponse
 
 
+def _create_response(original: Any) -> Any:
+    from .replacements import create_response
+
+    return create_response(original)
+
+
 def _chat_streaming(original: Any) -> Any:
     from .chat import chat_harmony_streaming_post_processor
 
@@ -183,6 +190,12 @@ PATCH_SETS: tuple[_PatchSet, ...] = (
             _Binding(OPENAI_SERVER, "chat_harmony_post_processor", _chat_nonstreaming),
         ),
         optional=True,  # versions without Harmony chat post-processors
+    ),
+    _PatchSet(
+        ledger.USAGE,
+        (targets.CREATE_RESPONSE,),
+        (_Binding(RESPONSES_UTILS, "_create_response", _create_response),),
+        group="usage",  # independent of the event fix: refused alone if it mismatches
     ),
 )
 

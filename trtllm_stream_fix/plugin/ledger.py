@@ -22,6 +22,8 @@ when upstream ships the fix named in ``remove_when``, delete the entry and its r
 10. ``tensorrt_llm.serve.openai_server.chat_harmony_post_processor`` (same function)
 11. ``tensorrt_llm.serve.responses_utils.ResponsesResponse``
    -> ``trtllm_stream_fix.plugin.response_model.CompleteResponsesResponse``
+12. ``tensorrt_llm.serve.responses_utils._create_response``
+   -> ``trtllm_stream_fix.plugin.replacements.create_response``
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ INPUT = "input"
 GUARD = "guard"
 CHAT = "chat"
 RESPONSE = "response"
+USAGE = "usage"
 
 LEDGER: tuple[LedgerEntry, ...] = (
     LedgerEntry(
@@ -224,6 +227,31 @@ LEDGER: tuple[LedgerEntry, ...] = (
         ),
         upstream="none filed; upstream's model comments error and incomplete_details out",
         remove_when="upstream's ResponsesResponse carries every field of OpenAI's Response",
+    ),
+    LedgerEntry(
+        target="tensorrt_llm.serve.responses_utils._create_response",
+        replacement="trtllm_stream_fix.plugin.replacements.create_response",
+        patch_set=USAGE,
+        why=(
+            "On the Harmony path upstream's _create_usage gets no reasoning texts, so the "
+            "non-streaming body (and a stored non-streaming response) reports "
+            "output_tokens_details.reasoning_tokens 0 while the stream's terminal event counts "
+            "the analysis-channel tokens: a client comparing stream=True and stream=False "
+            "usage for the same generation sees two counts."
+        ),
+        how=(
+            "Wrapper (keeps __wrapped__) that runs upstream's function, then, for use_harmony, "
+            "feeds final_res.outputs[0].token_ids to the stream's machine "
+            "(core.nonstreaming.build_usage) and sets output_tokens, reasoning_tokens and "
+            "total_tokens from its count; input tokens stay upstream's. Module global rebound; "
+            "create_response and create_response_non_store (the worker's post-processor) look "
+            "it up at call time."
+        ),
+        upstream=(
+            "none filed; upstream's _create_response comments counting Harmony reasoning "
+            "as a separate change"
+        ),
+        remove_when="upstream's non-streaming Harmony usage counts the analysis-channel tokens",
     ),
 )
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Function replacements for ``tensorrt_llm.serve.responses_utils`` (ledger entries 3 and 4).
+"""Function replacements for ``tensorrt_llm.serve.responses_utils`` (ledger entries 3-6, 12).
 
 Each factory takes upstream's function and returns a wrapper that keeps it as
 ``__wrapped__`` and carries the ``__trtllm_stream_fix__`` marker, so uninstall and the
@@ -9,12 +9,16 @@ shape checks can find the original.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from ..core.config import StreamConfig
+from ..core.context import ResponseContext
+from ..core.nonstreaming import build_usage
+from ..defaults import edge_defaults
 from ..serving.processor import harmony_output_content, with_phase_channel
 
 RESPONSES_UTILS = "tensorrt_llm.serve.responses_utils"
@@ -50,6 +54,55 @@ def create_output_content_harmony(
         )
 
     return _mark(_create_output_content_harmony, original)
+
+
+def create_response(
+    original: Callable[..., Any], config: StreamConfig | None = None
+) -> Callable[..., Any]:
+    """``_create_response(final_res, use_harmony, ...) -> (response, messages)`` whose Harmony
+    usage is the stream's terminal event's.
+
+    Upstream's usage counts no reasoning tokens on the Harmony path; the stream's machine
+    counts the analysis-channel tokens (and, for a generation it fails, the tokens parsed).
+    The machine is fed ``final_res.outputs[0].token_ids`` and its output and reasoning
+    counts replace upstream's; input tokens (prompt, cached, a disaggregated context's) stay
+    upstream's. ``config`` defaults to ``StreamConfig.from_env(os.environ)``, as the stream's.
+    """
+    config = StreamConfig.from_env(os.environ) if config is None else config
+    signature = inspect.signature(original)
+
+    def _create_response(*args: Any, **kwargs: Any) -> Any:
+        call = signature.bind(*args, **kwargs).arguments
+        response, messages = original(*args, **kwargs)
+        usage = getattr(response, "usage", None)
+        if call.get("use_harmony") and usage is not None:
+            output = call["final_res"].outputs[0]
+            counted = build_usage(
+                ResponseContext.new(),
+                list(output.token_ids),
+                output.finish_reason or "stop",
+                config=config,
+                **edge_defaults(),
+            )
+            response.usage = with_output_counts(usage, counted)
+        return response, messages
+
+    return _mark(_create_response, original)
+
+
+def with_output_counts(usage: Any, counted: Any) -> Any:
+    """``usage`` (upstream's type) with ``counted``'s output and reasoning tokens."""
+    output_tokens = counted.output_tokens
+    details = usage.output_tokens_details.model_copy(
+        update={"reasoning_tokens": counted.output_tokens_details.reasoning_tokens}
+    )
+    return usage.model_copy(
+        update={
+            "output_tokens": output_tokens,
+            "output_tokens_details": details,
+            "total_tokens": usage.input_tokens + output_tokens,
+        }
+    )
 
 
 def parse_response_input(original: Callable[..., Any]) -> Callable[..., Any]:

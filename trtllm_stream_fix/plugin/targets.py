@@ -37,6 +37,12 @@ Both lines call the post-processors as ``(rsp, args)``.
 0076e9390e1ed11515f149eec356f5a03f4a00d8, code-index id 71075524054) and ``18643ffd`` (commit
 18643ffda86feb241b3cf8896657595e48a6a1b6), the openai_protocol versions paired with the
 responses_utils lines above (docs/real-upstream.md names the pairing).
+
+``_create_response`` (the builder of every non-streaming body and stored response, called as
+``_create_response(final_res=..., use_harmony=..., ...)`` by ``create_response`` and
+``create_response_non_store``) was recorded from the 271a1eda, terminal-event and 993c0eec
+files (993c0eec names its streamed calls ``streamed_tool_calls``); the early-2026 file was
+not read, so that line refuses the usage patch alone.
 """
 
 from __future__ import annotations
@@ -162,6 +168,20 @@ PARSE_INPUT = Target(
     "_parse_response_input",
     (_shape(*_ALL, shape="input_msg, prev_responses"),),
 )
+_CREATE_RESPONSE = (
+    "final_res, use_harmony, request, model_name, response_creation_time, sampling_params, "
+    "reasoning_parser=, tool_parser=, num_prompt_tokens=, {streamed}=, streamed_item_ids=, "
+    "tokenizer="
+)
+_CALL_IDS = "streamed_tool_call_ids"
+CREATE_RESPONSE = Target(
+    RESPONSES_UTILS,
+    "_create_response",
+    (
+        _shape("271a1eda", "terminal-event", shape=_CREATE_RESPONSE.format(streamed=_CALL_IDS)),
+        _shape("993c0eec", shape=_CREATE_RESPONSE.format(streamed="streamed_tool_calls")),
+    ),
+)
 # Checked where the class is defined (responses_utils imports it by name; the plugin rebinds
 # that name), so the version line of responses_utils.py alone is detected without it.
 RESPONSE_MODEL = Target(OPENAI_PROTOCOL, "ResponsesResponse", kind="class")
@@ -212,6 +232,7 @@ ALL_TARGETS: tuple[Target, ...] = (
     PARSE_INPUT,
     RESPONSE_MODEL,
     RESPONSE_FROM_REQUEST,
+    CREATE_RESPONSE,
     *CHAT_TARGETS,
 )
 

@@ -11,7 +11,8 @@ builds one, ``get_initial_responses()``, then
 ``postprocess_handlers.responses_api_streaming_post_processor(res, args)`` per engine response,
 every frame restamped with ``stamp_sse_sequence_number`` inside ``guard_responses_stream``.
 Per output also the non-streaming body (inline and from a worker), checked against OpenAI's
-recorded schema (``body_schema``).
+recorded schema (``body_schema``); with the plugin, its usage against the stream's terminal
+event's (``usage_parity``).
 """
 
 from __future__ import annotations
@@ -190,10 +191,8 @@ def body_schema(outputs: list[Any]) -> dict[str, Any]:
 
 #: Terminal-event fields the stored copy of a streamed response repeats.
 STORED_FIELDS = ("id", "object", "created_at", "status", "output", "usage", "incomplete_details")
-#: Token counts the streamed and the non-streaming path both compute (upstream's
-#: non-streaming Harmony path reports ``reasoning_tokens`` 0).
-COUNTED = ("input_tokens", "input_tokens_details", "output_tokens", "total_tokens")
 STORED_OUTPUTS = 25  # streamed turns stored and fetched per run
+USAGE_OUTPUTS = 25  # outputs whose streamed and non-streaming usage are compared per run
 
 
 def set_values(value: Any) -> Any:
@@ -210,7 +209,7 @@ def stored_copies(outputs: list[Any]) -> dict[str, Any]:
     conversation store: counts of streams, stored copies, copies equal to the terminal
     event's response on ``STORED_FIELDS`` (null entries aside), with the non-streaming body's
     keys, with the non-streaming body's status (``compared``) and, of those, with non-null
-    usage whose ``COUNTED`` equal the body's."""
+    usage equal to the body's (null entries aside)."""
     from trtllm_stream_fix.testing.realstub.matrix import non_streaming_body, sent_body, streamed
 
     stats: dict[str, Any] = {"streams": 0, "stored": 0, "same": 0, "shape": 0}
@@ -224,8 +223,9 @@ def stored_copies(outputs: list[Any]) -> dict[str, Any]:
         stats["stored"] += 1
         body = sent_body(non_streaming_body(output, 20, False, False)[0])
         differs = [k for k in STORED_FIELDS if set_values(copy.get(k)) != set_values(terminal[k])]
-        counted = [{k: (u or {}).get(k) for k in COUNTED} for u in (copy["usage"], body["usage"])]
-        # the same tokens, the same outcome (a stream the plugin failed counts fewer tokens)
+        counted = [set_values(u) for u in (copy["usage"], body["usage"])]
+        # the same tokens, the same outcome (the non-streaming body of a generation the
+        # plugin's stream failed keeps upstream's status)
         compared = body["status"] == terminal["status"]
         usage = copy["usage"] is not None and counted[0] == counted[1]
         stats["same"] += not differs
@@ -236,6 +236,31 @@ def stored_copies(outputs: list[Any]) -> dict[str, Any]:
             stats["examples"].append(
                 f"{output.name} seed={output.seed}: differs {differs}, usage {counted}"
             )
+    return stats
+
+
+def usage_parity(outputs: list[Any]) -> dict[str, Any]:
+    """Per output, the terminal event's usage of its stream (stream_interval 20) against the
+    usage of its non-streaming body, inline and from a worker (pickled): counts of outputs
+    (``outputs``), of bodies whose usage equals the stream's, null entries aside (``inline``,
+    ``worker``), and of those reporting reasoning tokens (``reasoning``)."""
+    from trtllm_stream_fix.testing.realstub.matrix import non_streaming_body, sent_body, streamed
+
+    stats: dict[str, Any] = {"outputs": 0, "inline": 0, "worker": 0, "reasoning": 0}
+    stats["examples"] = []
+    for output in outputs[:USAGE_OUTPUTS]:
+        stats["outputs"] += 1
+        seen = set_values(streamed(output, 20, False, False)["terminal"].get("usage"))
+        details = (seen or {}).get("output_tokens_details") or {}
+        stats["reasoning"] += bool(details.get("reasoning_tokens"))
+        for key, workers in (("inline", False), ("worker", True)):
+            body = sent_body(non_streaming_body(output, 20, workers, False)[0])
+            usage = set_values(body["usage"])
+            stats[key] += usage == seen
+            if usage != seen and len(stats["examples"]) < 5:
+                stats["examples"].append(
+                    f"{output.name} seed={output.seed} {key}: stream {seen} != body {usage}"
+                )
     return stats
 
 
@@ -296,6 +321,7 @@ def main(source: str, count: int) -> dict[str, Any]:
     result["plugin"] = run_all(outputs)
     result["plugin_bodies"] = body_schema(outputs)
     result["plugin_stored"] = stored_copies(outputs)
+    result["plugin_usage"] = usage_parity(outputs)
     result["uninstall"] = [[o.target, o.status] for o in uninstall().outcomes]
     result["restored"] = responses_utils.ResponsesStreamingProcessor is upstream_class
     return result
