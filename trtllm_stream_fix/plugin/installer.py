@@ -196,6 +196,7 @@ PATCH_SETS: tuple[_PatchSet, ...] = (
         (targets.CREATE_RESPONSE,),
         (_Binding(RESPONSES_UTILS, "_create_response", _create_response),),
         group="usage",  # independent of the event fix: refused alone if it mismatches
+        optional=True,  # a version without _create_response has nothing to patch here
     ),
 )
 

@@ -42,7 +42,8 @@ responses_utils lines above (docs/real-upstream.md names the pairing).
 ``_create_response(final_res=..., use_harmony=..., ...)`` by ``create_response`` and
 ``create_response_non_store``) was recorded from the 271a1eda, terminal-event and 993c0eec
 files (993c0eec names its streamed calls ``streamed_tool_calls``); the early-2026 file was
-not read, so that line refuses the usage patch alone.
+not read, so the target is optional (it does not decide a version line) and a
+``_create_response`` of another shape refuses the usage patch alone.
 """
 
 from __future__ import annotations
@@ -181,6 +182,7 @@ CREATE_RESPONSE = Target(
         _shape("271a1eda", "terminal-event", shape=_CREATE_RESPONSE.format(streamed=_CALL_IDS)),
         _shape("993c0eec", shape=_CREATE_RESPONSE.format(streamed="streamed_tool_calls")),
     ),
+    optional=True,  # no shape recorded for early-2026: it constrains no version line there
 )
 # Checked where the class is defined (responses_utils imports it by name; the plugin rebinds
 # that name), so the version line of responses_utils.py alone is detected without it.
