@@ -4,6 +4,7 @@ bad request, validated tools and input items, a deadline for request heads."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import socket
@@ -11,9 +12,11 @@ import threading
 from typing import Any
 
 import httpx
+import openai
 import pytest
 
 from trtllm_stream_fix import encoding as encoding_module
+from trtllm_stream_fix.checker.client import stream_chat, stream_responses
 from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
 from trtllm_stream_fix.sim.limits import PIECE_CHARS, ServerLimits, count_prompt_tokens, pieces
 
@@ -465,6 +468,38 @@ def test_a_lone_surrogate_in_any_string_is_a_400_naming_it(base_url, path, raw, 
     assert error["param"] == param, error
     assert error["code"] == "invalid_value", error
     assert "surrogate" in error["message"] and "codec" not in error["message"], error
+
+
+def test_a_nul_character_is_text_and_served_on_both_endpoints(base_url):
+    # OpenAI serves a JSON-escaped NUL (no public record shows a 400 for one; the 400s
+    # reported for control characters were SDKs sending invalid JSON: docs/simulated-server.md).
+    responses = {"model": MODEL, "input": [{"role": "user", "content": "a\u0000b"}]}
+    responses["instructions"] = "x\u0000y"
+    chat = {"model": MODEL, "messages": [{"role": "user", "content": "a\u0000b"}]}
+
+    async def run():
+        async with httpx.AsyncClient(timeout=10) as client:
+            return await asyncio.gather(
+                stream_responses(
+                    client, f"{base_url}/v1/responses", responses, idle_timeout=5, deadline=20
+                ),
+                stream_chat(client, f"{base_url}{_CHAT}", chat, idle_timeout=5, deadline=20),
+            )
+
+    for record in asyncio.run(run()):
+        assert record.ok, (record.outcome, record.violations)
+    answer = httpx.post(f"{base_url}/v1/responses", json=responses, timeout=10)
+    assert answer.status_code == 200 and answer.json()["instructions"] == "x\u0000y"
+    assert httpx.post(f"{base_url}{_CHAT}", json=chat, timeout=10).status_code == 200
+    sdk = openai.OpenAI(base_url=f"{base_url}/v1", api_key="x", max_retries=0)
+    with sdk.responses.stream(**responses) as stream:
+        final = stream.get_final_response()
+    assert final.status == "completed" and final.instructions == "x\u0000y"
+    # An unescaped NUL is not JSON (RFC 8259 section 7): OpenAI's answer is its
+    # "could not parse the JSON body" 400 with param null, ours a 400 invalid_json.
+    raw = json.dumps(chat).replace("\\u0000", "\x00").encode()
+    error = _assert_openai_error(_post_raw(base_url, _CHAT, raw), 400)
+    assert error["param"] is None and error["code"] == "invalid_json", error
 
 
 @pytest.mark.parametrize(
