@@ -61,6 +61,7 @@ from trtllm_stream_fix.core.context import ResponseContext
 from trtllm_stream_fix.core.harmony_tokens import RETURN
 from trtllm_stream_fix.core.machine import ResponsesEventMachine
 from trtllm_stream_fix.core.sse import format_sse
+from trtllm_stream_fix.defaults import new_context
 from trtllm_stream_fix.encoding import load_gpt_oss_encoding
 
 FULL_SIZES = ((300, 300), (1000, 1000), (4000, 2000))
@@ -220,7 +221,7 @@ def floor_impl(enc: Any) -> Replay:
 
 def _stream_impl(enc: Any, factory: Callable[[ResponseContext, Any], Any]) -> Replay:
     def run(batches: list[tuple[list[int], bool]]) -> int:
-        stream = factory(ResponseContext.new(num_prompt_tokens=64), enc)
+        stream = factory(new_context(num_prompt_tokens=64), enc)
         size = sum(len(format_sse(event)) for event in stream.start())
         for batch, last in batches:
             events = stream.feed(batch, finished=last, finish_reason="stop" if last else None)

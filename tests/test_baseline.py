@@ -10,8 +10,8 @@ from collections import defaultdict
 import pytest
 from openai_harmony import HarmonyError, Role
 
-from trtllm_stream_fix.core.context import ResponseContext
 from trtllm_stream_fix.core.sse import event_to_dict
+from trtllm_stream_fix.defaults import new_context
 from trtllm_stream_fix.encoding import load_gpt_oss_encoding
 from trtllm_stream_fix.testing.baseline import UpstreamBaselineStream
 from trtllm_stream_fix.testing.sdk_oracle import REJECTS_UNFINISHED_ITEMS, sdk_accumulate
@@ -19,7 +19,7 @@ from trtllm_stream_fix.testing.synthetic import engine_responses, generate_outpu
 
 
 def run(output, split) -> tuple[list, UpstreamBaselineStream]:
-    stream = UpstreamBaselineStream(ResponseContext.new(num_prompt_tokens=10))
+    stream = UpstreamBaselineStream(new_context(num_prompt_tokens=10))
     events = stream.start()
     for r in engine_responses(output, split):
         events += stream.feed(r.token_ids_diff, finished=r.finished, finish_reason=r.finish_reason)
@@ -143,7 +143,7 @@ def test_sequence_numbers_and_usage():
 
 
 def test_empty_response_repeats_stale_parser_facts():
-    stream = UpstreamBaselineStream(ResponseContext.new())
+    stream = UpstreamBaselineStream(new_context())
     stream.start()
     assert stream.feed([]) == []  # nothing parsed yet: nothing to repeat
     tokens = named_output("short_answer", trimmed=False).generated

@@ -83,10 +83,10 @@ def test_sse_framing_without_orjson_is_byte_identical(encoding, tokens, monkeypa
 
 
 def _events(encoding, token_ids):
-    from trtllm_stream_fix.core.context import ResponseContext
     from trtllm_stream_fix.core.machine import ResponsesEventMachine
+    from trtllm_stream_fix.defaults import new_context
 
-    context = ResponseContext.new(response_id="resp_compat", created_at=0, clock=lambda: 0)
+    context = new_context(response_id="resp_compat", created_at=0, clock=lambda: 0)
     machine = ResponsesEventMachine(context, encoding=encoding)
     return machine.start() + machine.feed(token_ids, finished=True, finish_reason="stop")
 

@@ -10,10 +10,10 @@ import pytest
 from _streams import of_type, run, split
 
 from trtllm_stream_fix.checker import check_responses_events
-from trtllm_stream_fix.core.context import ResponseContext
 from trtllm_stream_fix.core.machine import ResponsesEventMachine
 from trtllm_stream_fix.core.nonstreaming import build_response
 from trtllm_stream_fix.core.sse import event_to_dict
+from trtllm_stream_fix.defaults import new_context
 from trtllm_stream_fix.testing.sdk_oracle import sdk_accumulate
 from trtllm_stream_fix.testing.visible import client_visible, comparable_response
 
@@ -43,7 +43,7 @@ def _texts(events) -> list[str]:
 
 
 def _non_streaming(encoding, token_ids, finish_reason):
-    context = ResponseContext.new(response_id="resp_test", created_at=0.0)
+    context = new_context(response_id="resp_test", created_at=0.0)
     return event_to_dict(build_response(context, token_ids, finish_reason, encoding=encoding))
 
 
@@ -140,7 +140,7 @@ def test_4_numpy_token_arrays(encoding, tokens, dtype):
     )
 
     def events_for(batches):
-        context = ResponseContext.new(response_id="resp_test", created_at=0.0)
+        context = new_context(response_id="resp_test", created_at=0.0)
         machine = ResponsesEventMachine(context, encoding=encoding)
         events = machine.start()
         for i, batch in enumerate(batches):
@@ -155,7 +155,7 @@ def test_4_numpy_token_arrays(encoding, tokens, dtype):
         assert events_for(arrays) == reference, size
         scalars = [[getattr(np, dtype)(t) for t in b] for b in split(token_ids, size)]
         assert events_for(scalars) == reference, size
-    context = ResponseContext.new(response_id="resp_test", created_at=0.0)
+    context = new_context(response_id="resp_test", created_at=0.0)
     array = np.array(token_ids, dtype=dtype)
     built = event_to_dict(build_response(context, array, "stop", encoding=encoding))
     assert comparable_response(built) == comparable_response(
@@ -264,7 +264,7 @@ def test_8_stop_inside_a_header_is_completed_with_the_items_so_far(encoding, tok
 def test_9_lifecycle_misuse_raises_and_nothing_follows_done(encoding, tokens):
     from trtllm_stream_fix.core.machine import LifecycleError, Stage
 
-    machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding)
+    machine = ResponsesEventMachine(new_context(), encoding=encoding)
     assert machine.stage is Stage.NEW
     with pytest.raises(LifecycleError, match="before start"):
         machine.feed(tokens(FINAL + "Hi"))
@@ -285,29 +285,84 @@ def test_9_lifecycle_misuse_raises_and_nothing_follows_done(encoding, tokens):
 
 # The core is sans-IO: no file system, environment, clock or random source of its own.
 
-IMPURE = frozenset(("os", "time", "uuid", "random", "pathlib", "tempfile", "secrets"))
-# ResponseContext.new (a fresh resp_ id, the current time) and its default clock are the one
-# convenience left in the core; the machines and the non-streaming builders take them as given.
-IMPURE_ALLOWED = {"context.py": {"time", "uuid"}}
+IMPURE = frozenset(
+    (
+        "os",
+        "sys",
+        "io",
+        "time",
+        "datetime",
+        "uuid",
+        "random",
+        "secrets",
+        "pathlib",
+        "tempfile",
+        "shutil",
+        "glob",
+        "socket",
+        "subprocess",
+    )
+)
+
+
+def _impure_imports(source: str) -> set[str]:
+    """The impure modules ``source`` imports (``<outside core>``: an edge module)."""
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.level > 1:
+            names.add("<outside core>")  # ``from ..x import``: an edge module
+    return names & (IMPURE | {"<outside core>"})
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "import time",
+        "import uuid",
+        "import os.path",
+        "from random import randrange",
+        "from datetime import datetime",
+        "def f():\n    import secrets",
+        "from ..defaults import random_id",
+    ],
+)
+def test_purity_check_finds_a_clock_random_or_edge_import(line):
+    source = f"from __future__ import annotations\nfrom .config import StreamConfig\n{line}\n"
+    assert _impure_imports(source)
 
 
 def test_core_modules_import_no_file_system_env_clock_or_random():
-    import ast
     from pathlib import Path
 
     import trtllm_stream_fix.core as core
 
     found = {}
     for path in sorted(Path(core.__file__).parent.glob("*.py")):
-        names = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                names |= {alias.name.split(".")[0] for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names.add(node.module.split(".")[0])
-            elif isinstance(node, ast.ImportFrom) and node.level > 1:
-                names.add("<outside core>")  # ``from ..x import``: an edge module
-        bad = (names & (IMPURE | {"<outside core>"})) - IMPURE_ALLOWED.get(path.name, set())
+        bad = _impure_imports(path.read_text(encoding="utf-8"))
         if bad:
             found[path.name] = sorted(bad)
     assert found == {}
+
+
+def test_response_context_takes_its_clock_from_the_edge(encoding):
+    """The core has no default clock; ``defaults.new_context`` draws id, time and clock."""
+    from trtllm_stream_fix.core.context import ResponseContext
+    from trtllm_stream_fix.defaults import system_clock
+
+    with pytest.raises(TypeError, match="clock"):
+        ResponseContext(response_id="resp_x", model="m", created_at=0)
+    assert not hasattr(ResponseContext, "new")
+    ticks = iter([5.0, 7.9])
+    context = new_context(clock=lambda: next(ticks))
+    assert context.response_id.startswith("resp_") and len(context.response_id) == 37
+    assert new_context().response_id != context.response_id
+    assert new_context().clock is system_clock
+    assert isinstance(context.created_at, int)
+    response = build_response(context, [], "stop", encoding=encoding)
+    assert response.completed_at == 5

@@ -249,9 +249,9 @@ def test_long_batches_scan_with_numpy(encoding, tokens, monkeypatch):
 
 
 def test_stream_config_selects_the_parser(encoding):
-    from trtllm_stream_fix.core.context import ResponseContext
+    from trtllm_stream_fix.defaults import new_context
 
-    context = ResponseContext.new()
+    context = new_context()
     fast = ResponsesEventMachine(context, config=StreamConfig(parser="fast"), encoding=encoding)
     reference = ResponsesEventMachine(
         context, config=StreamConfig(parser="reference"), encoding=encoding
@@ -296,8 +296,8 @@ def test_messages_include_an_empty_message_closed_by_the_end_of_stream(encoding,
 
 
 def test_fast_is_the_default_parser(encoding):
-    from trtllm_stream_fix.core.context import ResponseContext
+    from trtllm_stream_fix.defaults import new_context
 
     assert StreamConfig().parser == "fast"
-    machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding)
+    machine = ResponsesEventMachine(new_context(), encoding=encoding)
     assert isinstance(machine._driver, FastHarmonyDriver)

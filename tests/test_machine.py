@@ -8,10 +8,10 @@ from _streams import of_type, run, split
 
 from trtllm_stream_fix.checker import check_responses_events
 from trtllm_stream_fix.core.config import StreamConfig
-from trtllm_stream_fix.core.context import ResponseContext
 from trtllm_stream_fix.core.machine import ResponsesEventMachine
 from trtllm_stream_fix.core.nonstreaming import build_response
 from trtllm_stream_fix.core.sse import SSEEncoder, event_to_dict, format_sse
+from trtllm_stream_fix.defaults import new_context
 from trtllm_stream_fix.testing.synthetic import generate_outputs, named_output
 
 pytestmark = pytest.mark.cpu_only
@@ -67,7 +67,7 @@ def test_other_finish_reasons_fail_cleanly(encoding, tokens):
 def test_internal_error_never_escapes_and_nothing_follows_terminal(
     encoding, tokens, monkeypatch, batch
 ):
-    machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding)
+    machine = ResponsesEventMachine(new_context(), encoding=encoding)
     machine.start()
     machine.feed(tokens("<|channel|>final<|message|>Hello"))
 
@@ -110,7 +110,7 @@ def test_non_streaming_matches_stream_final_response(encoding, size):
 
     for output in generate_outputs(150, seed=9):
         events = run("ours", split(output.delivered, size), output.finish_reason, encoding=encoding)
-        context = ResponseContext.new(response_id="resp_test", created_at=0.0)
+        context = new_context(response_id="resp_test", created_at=0.0)
         response = build_response(
             context, output.delivered, output.finish_reason, encoding=encoding
         )
@@ -122,7 +122,7 @@ def test_non_streaming_matches_stream_final_response(encoding, size):
 
 
 def test_sse_framing_and_sequence_numbers(encoding, tokens):
-    machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding)
+    machine = ResponsesEventMachine(new_context(), encoding=encoding)
     events = machine.start() + machine.feed(
         tokens("<|channel|>final<|message|>Hi"), finished=True, finish_reason="stop"
     )
@@ -136,9 +136,7 @@ def test_sse_framing_and_sequence_numbers(encoding, tokens):
 
 
 def test_first_sequence_number_continues_a_counter(encoding):
-    machine = ResponsesEventMachine(
-        ResponseContext.new(), encoding=encoding, first_sequence_number=2
-    )
+    machine = ResponsesEventMachine(new_context(), encoding=encoding, first_sequence_number=2)
     assert [e.sequence_number for e in machine.start()] == [2, 3]
 
 
@@ -147,7 +145,7 @@ def test_fast_delta_json_equals_pydantic_json(encoding, tokens):
 
     from trtllm_stream_fix.core.sse import event_to_json
 
-    machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding)
+    machine = ResponsesEventMachine(new_context(), encoding=encoding)
     events = machine.start() + machine.feed(
         tokens(
             "<|channel|>analysis<|message|>日本 🤖<|end|><|start|>assistant<|channel|>final"
@@ -180,7 +178,7 @@ def test_wire_json_names_every_field_like_pydantic(encoding):
 
     tools = [{"type": "function", "name": "f", "parameters": {"type": "object"}, "strict": None}]
     for output in generate_outputs(40, seed=21):
-        context = ResponseContext.new(tools=tools)
+        context = new_context(tools=tools)
         machine = ResponsesEventMachine(context, encoding=encoding)
         events = machine.start() + machine.feed(
             list(output.delivered), finished=True, finish_reason=output.finish_reason
@@ -208,7 +206,7 @@ def test_tool_authored_message_in_a_completion_is_not_an_item(encoding, tokens, 
     output = events[-1]["response"]["output"]
     assert [i["type"] for i in output] == ["function_call", "message"]
     assert check_responses_events(events).ok
-    context = ResponseContext.new(response_id="resp_test", created_at=0.0)
+    context = new_context(response_id="resp_test", created_at=0.0)
     built = event_to_dict(build_response(context, token_ids, "stop", encoding=encoding))
     assert [i["type"] for i in built["output"]] == ["function_call", "message"]
 
@@ -278,7 +276,7 @@ def test_validating_mode_is_on_and_rejects_a_part_of_the_wrong_class():
 def test_reasoning_part_done_is_built_from_the_done_event_part_class(encoding, tokens):
     from openai.types.responses.response_content_part_done_event import PartReasoningText
 
-    machine = ResponsesEventMachine(ResponseContext.new(), encoding=encoding)
+    machine = ResponsesEventMachine(new_context(), encoding=encoding)
     events = machine.start() + machine.feed(
         tokens("<|channel|>analysis<|message|>Think.<|end|>"), finished=True, finish_reason="stop"
     )
@@ -311,7 +309,7 @@ def test_pydantic_dumps_per_stream_do_not_grow_with_its_tokens(encoding, tokens,
             f"<|channel|>analysis<|message|>{text}<|end|><|start|>assistant<|channel|>final"
             f"<|message|>{text}<|return|>"
         )[:-1]
-        context = ResponseContext.new(tools=[tool], instructions="Be brief.")
+        context = new_context(tools=[tool], instructions="Be brief.")
         machine = ResponsesEventMachine(context, **edge_defaults())
         frames = [format_sse(e) for e in machine.start()]
         for token in ids:

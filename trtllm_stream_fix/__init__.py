@@ -8,7 +8,7 @@ from .core.context import ResponseContext
 from .core.machine import ResponsesEventMachine
 from .core.nonstreaming import build_response
 from .core.sse import SSEEncoder, event_to_dict, format_sse
-from .defaults import edge_defaults
+from .defaults import edge_defaults, new_context
 
 __all__ = [
     "ChatChunkMachine",
@@ -24,5 +24,6 @@ __all__ = [
     "event_to_dict",
     "format_chat_sse",
     "format_sse",
+    "new_context",
 ]
 __version__ = "0.1.0"

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the edges hand to the sans-IO core: the encoding, the clock and the id factory.
 
-``edge_defaults()`` gives the machine's keyword arguments; the clock travels with the
-``ResponseContext`` (its ``clock`` field).
+``edge_defaults()`` gives the machine's keyword arguments; ``new_context()`` gives a
+``ResponseContext`` with a fresh ``resp_`` id, the current time and the system clock (the
+clock travels with the context, its ``clock`` field).
 
 The core (``trtllm_stream_fix.core``) never loads files, reads the clock or draws random ids
 itself; the plugin, the simulated server, the CLI and the benchmarks take these defaults.
@@ -14,6 +15,7 @@ import time
 import uuid
 from typing import Any
 
+from .core.context import ResponseContext
 from .encoding import load_gpt_oss_encoding
 
 
@@ -30,6 +32,14 @@ def system_clock() -> float:
 def random_id(prefix: str) -> str:
     """A unique id such as ``msg_3f2a...`` (32 hex digits)."""
     return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def new_context(model: str = "gpt-oss-20b", **kwargs: Any) -> ResponseContext:
+    """A ``ResponseContext`` for ``model``; unset id, creation time and clock are drawn here."""
+    kwargs.setdefault("response_id", random_id("resp"))
+    kwargs.setdefault("created_at", int(system_clock()))
+    kwargs.setdefault("clock", system_clock)
+    return ResponseContext(model=model, **kwargs)
 
 
 def edge_defaults() -> dict[str, Any]:

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +13,9 @@ class ResponseContext:
     """What a Responses request fixes for the whole stream (id, model, echoed parameters).
 
     ``echo`` holds the other Response fields the request sets (``response.request_echo``);
-    ``clock`` gives ``completed_at`` (seconds); ``envelope`` caches the Response fields
+    ``clock`` gives ``completed_at`` (seconds) and is required: the core reads no clock of
+    its own (``new_context`` in the edges' ``defaults`` module gives a fresh id, the current
+    time and the system clock); ``envelope`` caches the Response fields
     built from all this (``response.envelope``).
     """
 
@@ -31,12 +31,5 @@ class ResponseContext:
     temperature: float | None = None
     top_p: float | None = None
     echo: dict[str, Any] = field(default_factory=dict)
-    clock: Callable[[], float] = field(default=time.time, repr=False, compare=False)
+    clock: Callable[[], float] = field(kw_only=True, repr=False, compare=False)
     envelope: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
-
-    @classmethod
-    def new(cls, model: str = "gpt-oss-20b", **kwargs: Any) -> ResponseContext:
-        """A context with a fresh ``resp_`` id and the current time."""
-        kwargs.setdefault("response_id", f"resp_{uuid.uuid4().hex}")
-        kwargs.setdefault("created_at", int(time.time()))
-        return cls(model=model, **kwargs)

@@ -32,7 +32,7 @@ from ..core.machine import ResponsesEventMachine
 from ..core.nonstreaming import build_response
 from ..core.response import ECHOED_REQUEST_FIELDS, request_echo
 from ..core.sse import format_sse
-from ..defaults import edge_defaults
+from ..defaults import edge_defaults, new_context, system_clock
 
 logger = logging.getLogger(__name__)
 
@@ -52,11 +52,16 @@ def _plain(value: Any) -> Any:
 
 
 def request_context(
-    request: Any, sampling: Any, model_name: str, created_at: Any
+    request: Any,
+    sampling: Any,
+    model_name: str,
+    created_at: Any,
+    clock: Callable[[], float] = system_clock,
 ) -> ResponseContext:
     """The ``ResponseContext`` of one ``ResponsesRequest`` and its sampling params.
 
-    The streamed and the non-streaming Response both echo the request from it.
+    The streamed and the non-streaming Response both echo the request from it; ``clock``
+    gives their ``completed_at``.
     """
     return ResponseContext(
         response_id=request.request_id,
@@ -70,6 +75,7 @@ def request_context(
         temperature=getattr(sampling, "temperature", None),
         top_p=getattr(sampling, "top_p", None),
         echo=request_echo({k: _plain(getattr(request, k, None)) for k in _ECHOED}),
+        clock=clock,
     )
 
 
@@ -359,7 +365,7 @@ def harmony_output_content(
     """
     token_ids = list(token_ids)
     response = build_response(
-        ResponseContext.new(),
+        new_context(),
         token_ids,
         finish_reason or "stop",
         config=environment_config() if config is None else config,

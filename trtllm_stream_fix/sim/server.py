@@ -31,7 +31,7 @@ from ..core.nonstreaming import build_response
 from ..core.response import build_response as build_response_object
 from ..core.response import request_echo, typed_tools
 from ..core.sse import format_sse, model_to_json
-from ..defaults import random_id
+from ..defaults import new_context, random_id
 from .conversations import ResponseStore, conversation_calls, engine_input
 from .direct_routes import DirectRoutesApp
 from .engine import EngineConfig, Generation, SimulatedEngine
@@ -173,9 +173,7 @@ def warm_up(encoding: Any, stream_config: StreamConfig) -> None:
 
     for name in NAMED_SCENARIOS:
         output = named_output(name)
-        machine = ResponsesEventMachine(
-            ResponseContext.new(), config=stream_config, encoding=encoding
-        )
+        machine = ResponsesEventMachine(new_context(), config=stream_config, encoding=encoding)
         events = machine.start()
         for response in engine_responses(output, 7):
             events += machine.feed(
@@ -224,7 +222,7 @@ async def prompt_tokens(prompt: str, encoding: Any, limits: ServerLimits) -> int
 
 
 def _context(request: ResponsesRequest, num_prompt_tokens: int) -> ResponseContext:
-    return ResponseContext.new(
+    return new_context(
         model=request.model,
         num_prompt_tokens=num_prompt_tokens,
         tools=request.tools,

@@ -24,6 +24,7 @@ from typing import Any
 from ..core.config import DEFAULT_CONFIG, StreamConfig
 from ..core.context import ResponseContext
 from ..core.sse import event_to_dict
+from ..defaults import new_context
 from ..encoding import load_gpt_oss_encoding
 from .hostile import mixed_outputs
 from .parser_differential import copy_split, driver_difference, stream_difference
@@ -86,7 +87,7 @@ def stream_events(
 
 
 def _context() -> ResponseContext:
-    return ResponseContext.new(response_id="resp_differential", created_at=0)
+    return new_context(response_id="resp_differential", created_at=0)
 
 
 def nonstreaming_response(

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.config import DEFAULT_CONFIG
-from ..core.context import ResponseContext
 from ..core.machine import ResponsesEventMachine
 from ..core.sse import format_sse
+from ..defaults import new_context
 from .synthetic import NAMED_SCENARIOS, engine_responses, generate_outputs, named_output
 
 DEFAULT_OUTPUTS = 60
@@ -76,9 +76,7 @@ def dump(outputs: int = DEFAULT_OUTPUTS, seed: int = 0, *, encoding: Any = None)
         encoding = load_gpt_oss_encoding()
     streams: dict[str, list[str]] = {}
     for key, output, batches in _streams(outputs, seed):
-        context = ResponseContext.new(
-            response_id=f"resp_dump{len(streams)}", created_at=0, clock=lambda: 0
-        )
+        context = new_context(response_id=f"resp_dump{len(streams)}", created_at=0, clock=lambda: 0)
         machine = ResponsesEventMachine(context, config=DEFAULT_CONFIG, encoding=encoding)
         events = machine.start()
         for response in engine_responses(output, batches):

@@ -10,6 +10,7 @@ from ..core.config import DEFAULT_CONFIG, StreamConfig
 from ..core.context import ResponseContext
 from ..core.machine import ResponsesEventMachine
 from ..core.sse import event_to_dict
+from ..defaults import new_context
 
 MakeStream = Callable[[str, ResponseContext, StreamConfig, Any], Any]
 
@@ -34,7 +35,7 @@ def run(
 
     ``make`` builds the stream ``impl`` names (with its ``start`` and ``feed``).
     """
-    context = ResponseContext.new(response_id="resp_test", created_at=0.0)
+    context = new_context(response_id="resp_test", created_at=0.0)
     stream = make(impl, context, config, encoding)
     events = list(stream.start())
     for i, diff in enumerate(responses):

@@ -85,8 +85,8 @@ TITLE_PATTERN = r"^\[(None|[A-Z][A-Z0-9]*-\d+|#\d+|https://nvbugs/\d+)\]\[[a-z0-
 
 DEFAULTS_DOC = (
     "What the serving code hands to the sans-IO modules: the encoding, the clock and ids.\n\n"
-    "``edge_defaults()`` gives ``ResponsesEventMachine``'s keyword arguments; the clock travels\n"
-    "with the ``ResponseContext`` (its ``clock`` field).\n"
+    "``edge_defaults()`` gives ``ResponsesEventMachine``'s keyword arguments; ``new_context()``\n"
+    "gives a ``ResponseContext`` with a fresh id, the current time and the system clock.\n"
 )
 
 
