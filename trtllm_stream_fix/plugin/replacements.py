@@ -16,9 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.config import StreamConfig
-from ..core.context import ResponseContext
 from ..core.nonstreaming import build_usage
-from ..defaults import edge_defaults
+from ..defaults import edge_defaults, new_context
 from ..serving.processor import harmony_output_content, with_phase_channel
 
 RESPONSES_UTILS = "tensorrt_llm.serve.responses_utils"
@@ -78,7 +77,7 @@ def create_response(
         if call.get("use_harmony") and usage is not None:
             output = call["final_res"].outputs[0]
             counted = build_usage(
-                ResponseContext.new(),
+                new_context(),
                 list(output.token_ids),
                 output.finish_reason or "stop",
                 config=config,
