@@ -263,6 +263,24 @@ def test_non_streaming_usage_is_the_terminal_events(fixed, name, workers):
         assert usage["output_tokens_details"]["reasoning_tokens"] > 0
 
 
+@pytest.mark.parametrize("cached", [3, "numpy"], ids=["int", "numpy"])
+def test_the_terminal_usage_reports_the_prompt_tokens_the_engine_reports_cached(fixed, cached):
+    """As upstream's usage does (``final_res.cached_tokens``), so the stream and the
+    non-streaming body agree on ``input_tokens_details`` when the KV cache was reused."""
+    import numpy
+
+    count = numpy.int64(3) if cached == "numpy" else cached
+    frames = harness.drive(harness.new_processor(), named_output("reasoning_answer"), 20, count)
+    usage = harness.frames_to_events(frames)[-1]["response"]["usage"]
+    assert usage["input_tokens_details"]["cached_tokens"] == 3
+    assert usage["input_tokens"] == 3 and usage["total_tokens"] == 3 + usage["output_tokens"]
+    plain = harness.drive(harness.new_processor(), named_output("reasoning_answer"), 20)
+    assert harness.frames_to_events(plain)[-1]["response"]["usage"]["input_tokens_details"] == {
+        **usage["input_tokens_details"],
+        "cached_tokens": 0,
+    }
+
+
 def test_usage_wrapper_leaves_non_harmony_and_usage_less_responses_as_upstream_built_them():
     from types import SimpleNamespace
 

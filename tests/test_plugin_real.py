@@ -172,12 +172,14 @@ def test_with_the_plugin_a_stored_streamed_response_is_what_the_client_saw(real)
 
 def test_with_the_plugin_non_streaming_usage_is_the_terminal_events(real):
     """For the same generation the non-streaming body (inline and from a worker) reports the
-    usage of the stream's terminal event, reasoning_tokens included (upstream's non-streaming
-    Harmony path reports 0 where the stream counts the analysis tokens)."""
+    usage of the stream's terminal event: reasoning_tokens included (upstream's non-streaming
+    Harmony path reports 0 where the stream counts the analysis tokens) and the prompt tokens
+    the engine reports cached (the stream reported 0)."""
     fixed = real["plugin_usage"]
     assert fixed["outputs"] == 25
     assert fixed["inline"] == fixed["worker"] == fixed["outputs"], fixed["examples"]
-    assert fixed["reasoning"] > fixed["outputs"] // 2  # the count at stake is not zero
+    assert fixed["reasoning"] > fixed["outputs"] // 2  # the counts at stake are not zero
+    assert fixed["cached"] == fixed["outputs"] // 2
 
 
 @pytest.mark.parametrize("configured", _sources(), ids=lambda p: Path(p).name or "installed")

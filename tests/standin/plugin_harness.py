@@ -105,8 +105,9 @@ def new_processor(cls: Any = None, **request_fields: Any) -> Any:
     )
 
 
-def drive(processor: Any, output: Any, split: Any) -> list[str]:
-    """Run ``responses_api_streaming_post_processor`` per engine response, as a worker does."""
+def drive(processor: Any, output: Any, split: Any, cached_tokens: int | None = None) -> list[str]:
+    """Run ``responses_api_streaming_post_processor`` per engine response, as a worker does
+    (``cached_tokens``: the prompt tokens the engine result reports cached, if any)."""
     from tensorrt_llm.executor import GenerationResult
     from tensorrt_llm.serve.postprocess_handlers import (
         ResponsesAPIPostprocArgs,
@@ -124,6 +125,8 @@ def drive(processor: Any, output: Any, split: Any) -> list[str]:
         num_prompt_tokens=3,
     )
     res = GenerationResult(1, processor.sampling_params, [1, 2, 3])
+    if cached_tokens is not None:
+        res.cached_tokens = cached_tokens
     frames: list[str] = []
     for response in engine_responses(dataclasses.replace(output, stop_token_trimmed=False), split):
         res._handle_sequence(

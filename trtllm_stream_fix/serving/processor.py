@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import numbers
 import os
 import typing
 from collections.abc import Callable, Sequence
@@ -215,9 +216,8 @@ class HarmonyResponsesStream:
             output = final_res.outputs[0]
             events = machine.feed([], finished=True, finish_reason=output.finish_reason)
         response = machine.final_response
-        if response is not None and num_prompt_tokens is not None and response.usage:
-            response.usage.input_tokens = num_prompt_tokens
-            response.usage.total_tokens = num_prompt_tokens + response.usage.output_tokens
+        if response is not None and response.usage:
+            with_engine_input(response.usage, final_res, num_prompt_tokens)
         frame = "".join(self._frames(processor, events))
         self._machine, self._terminal, self._closed, self._feed = None, [], True, None
         return frame, response
@@ -304,6 +304,20 @@ class HarmonyResponsesStream:
 
 
 _PENDING_STORES: set[asyncio.Task[None]] = set()  # keeps scheduled stores alive until done
+
+
+def with_engine_input(usage: Any, final_res: Any, num_prompt_tokens: int | None) -> None:
+    """Set the engine's prompt counts on the stream's ``usage``.
+
+    The prompt tokens when given, and the prompt tokens the engine reports as cached
+    (``final_res.cached_tokens``, as upstream's own usage reads it).
+    """
+    if num_prompt_tokens is not None:
+        usage.input_tokens = num_prompt_tokens
+        usage.total_tokens = num_prompt_tokens + usage.output_tokens
+    cached = getattr(final_res, "cached_tokens", None)
+    if isinstance(cached, numbers.Integral) and cached > 0:
+        usage.input_tokens_details.cached_tokens = int(cached)
 
 
 def server_usage(model: Any, usage: Any) -> Any:

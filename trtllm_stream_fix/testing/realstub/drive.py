@@ -241,20 +241,27 @@ def stored_copies(outputs: list[Any]) -> dict[str, Any]:
 
 def usage_parity(outputs: list[Any]) -> dict[str, Any]:
     """Per output, the terminal event's usage of its stream (stream_interval 20) against the
-    usage of its non-streaming body, inline and from a worker (pickled): counts of outputs
+    usage of its non-streaming body, inline and from a worker (pickled), every other output
+    with 3 of its prompt tokens reported cached by the engine: counts of outputs
     (``outputs``), of bodies whose usage equals the stream's, null entries aside (``inline``,
-    ``worker``), and of those reporting reasoning tokens (``reasoning``)."""
+    ``worker``), of streams reporting reasoning tokens (``reasoning``) and cached tokens
+    (``cached``)."""
     from trtllm_stream_fix.testing.realstub.matrix import non_streaming_body, sent_body, streamed
 
-    stats: dict[str, Any] = {"outputs": 0, "inline": 0, "worker": 0, "reasoning": 0}
+    stats: dict[str, Any] = {"outputs": 0, "inline": 0, "worker": 0, "reasoning": 0, "cached": 0}
     stats["examples"] = []
-    for output in outputs[:USAGE_OUTPUTS]:
+    for n, output in enumerate(outputs[:USAGE_OUTPUTS]):
         stats["outputs"] += 1
-        seen = set_values(streamed(output, 20, False, False)["terminal"].get("usage"))
-        details = (seen or {}).get("output_tokens_details") or {}
+        cached = 3 * (n % 2)
+        terminal = streamed(output, 20, False, False, cached_tokens=cached)["terminal"]
+        seen = set_values(terminal.get("usage")) or {}
+        details = seen.get("output_tokens_details") or {}
         stats["reasoning"] += bool(details.get("reasoning_tokens"))
+        stats["cached"] += bool((seen.get("input_tokens_details") or {}).get("cached_tokens"))
         for key, workers in (("inline", False), ("worker", True)):
-            body = sent_body(non_streaming_body(output, 20, workers, False)[0])
+            body = sent_body(
+                non_streaming_body(output, 20, workers, False, cached_tokens=cached)[0]
+            )
             usage = set_values(body["usage"])
             stats[key] += usage == seen
             if usage != seen and len(stats["examples"]) < 5:

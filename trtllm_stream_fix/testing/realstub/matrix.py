@@ -91,7 +91,7 @@ def _through_pool(pool: Any, post_processor: Any, args: Any, sampling: Any, stre
 
 
 def streamed(
-    output: Any, split: int, workers: bool, store: bool, pool: Any = None
+    output: Any, split: int, workers: bool, store: bool, pool: Any = None, cached_tokens: int = 0
 ) -> dict[str, Any]:
     from tensorrt_llm.serve import postprocess_handlers, responses_utils
 
@@ -110,7 +110,7 @@ def streamed(
     else:
         worker_args = pickle.loads(pickle.dumps(args)) if workers else args
         worker_args.num_prompt_tokens = len(PROMPT)
-        res = Result(PROMPT)
+        res = Result(PROMPT, cached_tokens=cached_tokens)
 
         def send(diff: Any, finished: bool, finish_reason: Any) -> Any:
             res.apply(diff, finished, finish_reason)
@@ -148,18 +148,19 @@ def streamed(
 
 
 def non_streaming_body(
-    output: Any, split: int, workers: bool, store: bool, pool: Any = None
+    output: Any, split: int, workers: bool, store: bool, pool: Any = None, cached_tokens: int = 0
 ) -> tuple[Any, Any]:
     """The response object a non-streaming request returns, as the handler gets it:
     ``responses_api_post_processor`` in a worker (a real worker process of ``pool``, else the
     arguments and result pickled) or ``create_response`` inline; and the conversation store
-    it used."""
+    it used. ``cached_tokens``: the prompt tokens the engine reports as cached (inline and
+    pickled results only)."""
     from tensorrt_llm.serve import postprocess_handlers, responses_utils
 
     from trtllm_stream_fix.testing.synthetic import engine_responses
 
     request, sampling = _request(output, False, store)
-    res = Result(PROMPT)
+    res = Result(PROMPT, cached_tokens=cached_tokens)
     for response in engine_responses(output, split):
         res.apply(response.token_ids_diff, response.finished, response.finish_reason)
     conversations = responses_utils.ConversationHistoryStore()
