@@ -79,3 +79,37 @@ def test_the_simulated_server_serves_responses_directly():
         assert answer.status_code == 200 and answer.json()["status"] == "completed"
         wrong = client.get("/v1/responses")
         assert wrong.status_code == 405 and wrong.json()["error"]["type"]
+
+
+def test_the_simulated_server_serves_chat_completions_directly():
+    """The chat endpoint takes no middleware either; its streams, its own errors and the
+    usual stack's 405 are answered as before."""
+    from trtllm_stream_fix.checker import replay_record
+
+    seen: list[str] = []
+    app = create_app(EngineConfig(stream_interval=20))
+
+    @app.middleware("http")
+    async def record(request, call_next):
+        seen.append(request.url.path)
+        return await call_next(request)
+
+    assert ("POST", "/v1/chat/completions") in app._direct
+    request = {"model": "gpt-oss-20b", "messages": [{"role": "user", "content": "hi"}]}
+    with TestClient(app) as client:
+        answer = client.post("/v1/chat/completions", json=request)
+        assert answer.status_code == 200 and answer.json()["object"] == "chat.completion"
+        streamed = client.post(
+            "/v1/chat/completions",
+            json={**request, "stream": True, "stream_options": {"include_usage": True}},
+        )
+        assert streamed.headers["content-type"].startswith("text/event-stream")
+        record = replay_record(streamed.content, "chat")
+        assert record.ok, record.violations
+        bad = client.post("/v1/chat/completions", content=b"{", headers={"content-type": "x"})
+        assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_json"
+        unknown = client.post("/v1/chat/completions", json={**request, "model": "nope"})
+        assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "model_not_found"
+        wrong = client.get("/v1/chat/completions")
+        assert wrong.status_code == 405 and wrong.json()["error"]["type"]
+    assert seen == ["/v1/chat/completions"]  # only the GET took the middleware

@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from fastapi import FastAPI, Request
+from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -31,6 +31,7 @@ from ..core.chat_machine import (
 )
 from ..defaults import random_id
 from .conversations import check_tool_messages
+from .direct_routes import DirectRoutesApp
 from .engine import Generation, SimulatedEngine
 from .limits import ServerLimits
 from .protocol import (
@@ -125,7 +126,7 @@ def parse_chat_request(raw: bytes, *, max_depth: int = 64) -> ChatRequest:
 
 
 def add_chat_routes(
-    app: FastAPI,
+    app: DirectRoutesApp,
     *,
     engine: SimulatedEngine,
     encoding: Any,
@@ -135,14 +136,14 @@ def add_chat_routes(
     gauge: Any,
     options: ChatOptions | None = None,
 ) -> None:
-    """Serve ``POST /v1/chat/completions`` on ``app``."""
+    """Serve ``POST /v1/chat/completions`` on ``app``, as a direct route: the endpoint
+    reads and bounds its request and answers its own errors, as ``/v1/responses`` does."""
     from .server import _tracked, prompt_tokens, read_request
     from .turns import chat_request
 
     options = options or ChatOptions()
 
-    @app.post("/v1/chat/completions")
-    async def chat_completions(request: Request) -> Any:
+    async def chat_completions(request: Request) -> Response:
         try:
             body = await read_request(request, parse_chat_request, limits, models)
             turn_input, tools, tool_choice = chat_request(
@@ -174,6 +175,8 @@ def add_chat_routes(
             _tracked(gauge, chunks),
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
+
+    app.add_direct_route("/v1/chat/completions", chat_completions)
 
 
 def _upstream_args(context: ChatContext, body: ChatRequest, encoding: Any) -> dict[str, Any]:

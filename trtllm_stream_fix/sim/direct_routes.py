@@ -3,9 +3,10 @@
 
 Each request to a FastAPI app passes five middleware layers (server errors, telemetry, body
 size, exception handlers, exit stack) and the router, and each message it sends passes
-their send wrappers. The simulated server's ``POST /v1/responses`` endpoint reads its
-request, bounds its body and answers its own errors, so for it these layers are work for
-nothing, at 128 concurrent streams a visible part of the server's CPU (docs/benchmarks.md).
+their send wrappers. The simulated server's ``POST /v1/responses`` and
+``POST /v1/chat/completions`` endpoints read their request, bound its body and answer their
+own errors, so for them these layers are work for nothing, at 128 concurrent streams a
+visible part of the server's CPU (docs/benchmarks.md).
 
 A direct route is called straight from the ASGI entry. An exception escaping its endpoint
 is answered by the app's exception handler for that type, as FastAPI's middleware would.
