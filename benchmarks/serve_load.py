@@ -1,19 +1,23 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Concurrent Responses streams against a server, every stream checked by the strict checker.
+"""Concurrent Responses or Chat Completions streams, every stream checked by a strict checker.
 
 By default the script starts the simulated gpt-oss server (our generator) in a subprocess,
 so it can also read that server's CPU time. ``--url`` points it at any OpenAI-compatible
 server instead, e.g. a real ``trtllm-serve``; ``--server-pid`` then names the local process
 (its descendants included) whose CPU time to measure.
 
-Per concurrency level N, N workers each send ``--requests`` streamed requests back to back.
-Reported: stream validity first (outcome of every stream), then TTFT p50/p99 (request sent →
-first non-empty delta), inter-event gap p50/p99, events/s, output tokens/s (from the
-terminal event's usage) and server CPU seconds per 1,000 output tokens.
+``--api responses`` (default) streams ``POST /v1/responses``; ``--api chat`` streams
+``POST /v1/chat/completions`` with ``stream_options.include_usage``. Per concurrency level N,
+N workers each send ``--requests`` streamed requests back to back. Reported: stream validity
+first (outcome of every stream), then TTFT p50/p99 (request sent → first non-empty text,
+reasoning or tool-call delta), inter-event gap p50/p99, events/s, output tokens/s (from the
+terminal event's usage, or the chat stream's usage chunk) and server CPU seconds per 1,000
+output tokens.
 
     python benchmarks/serve_load.py                        # embedded server, 1/8/32/128
     python benchmarks/serve_load.py --url http://gpu-host:8000 --model gpt-oss-120b
     python benchmarks/serve_load.py --quick --json
+    python benchmarks/serve_load.py --api chat --levels 128 --requests 2
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ from _runner import bench_env, machine_info, percentile
 
 from trtllm_stream_fix.checker import StreamRecord, StreamSession
 
+#: The endpoint each ``--api`` streams (the checker's protocol has the same name).
+API_PATHS = {"responses": "/v1/responses", "chat": "/v1/chat/completions"}
 FULL_LEVELS = (1, 8, 32, 128)
 KEEPALIVE_EXPIRY_S = 1.0
 QUICK_LEVELS = (2,)
@@ -206,22 +212,39 @@ def well_formed_seeds(count: int, min_tokens: int = 64) -> list[int]:
 
 
 def _output_tokens(record: StreamRecord) -> int:
+    """Output tokens from the last usage of the stream: the terminal event's
+    ``response.usage.output_tokens`` (Responses) or the usage chunk's
+    ``usage.completion_tokens`` (chat); 0 when the stream reported none."""
     for event in reversed(record.events):
         try:
             payload = json.loads(event.get("data", ""))
         except ValueError:
+            continue  # data: [DONE], or an unreadable payload the checker reported
+        if not isinstance(payload, dict):
             continue
-        if isinstance(payload, dict) and isinstance(payload.get("response"), dict):
-            usage = payload["response"].get("usage") or {}
-            return int(usage.get("output_tokens") or 0)
+        if record.protocol == "chat":
+            usage = payload.get("usage")
+            key = "completion_tokens"
+        else:
+            response = payload.get("response")
+            usage = response.get("usage") if isinstance(response, dict) else None
+            key = "output_tokens"
+        if isinstance(usage, dict):
+            count = usage.get(key)
+            return count if isinstance(count, int) and not isinstance(count, bool) else 0
+        if record.protocol != "chat" and isinstance(payload.get("response"), dict):
+            return 0  # the terminal event's response carries no usage
     return 0
 
 
-async def one_stream(client: Any, url: str, body: dict[str, Any], timeout: float) -> StreamResult:
-    """POST one streamed request and check it; event arrival times are kept."""
+async def one_stream(
+    client: Any, url: str, body: dict[str, Any], timeout: float, api: str = "responses"
+) -> StreamResult:
+    """POST one streamed request and check it (``api``: the checker's protocol); event
+    arrival times are kept."""
     import httpx
 
-    session = StreamSession("responses", url=url)
+    session = StreamSession(api, url=url)  # type: ignore[arg-type]
     arrivals: list[float] = []
     start = time.perf_counter()
 
@@ -256,15 +279,23 @@ async def one_stream(client: Any, url: str, body: dict[str, Any], timeout: float
 
 
 def request_body(
-    index: int, model: str, max_output_tokens: int | None, seeds: Sequence[int] | None
+    index: int,
+    model: str,
+    max_output_tokens: int | None,
+    seeds: Sequence[int] | None,
+    api: str = "responses",
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "model": model,
-        "input": f"{PROMPTS[index % len(PROMPTS)]} (request {index})",
-        "stream": True,
-    }
+    """One streamed request: Responses (``input``, ``max_output_tokens``) or chat
+    (``messages``, ``max_completion_tokens``, usage asked for in ``stream_options``)."""
+    prompt = f"{PROMPTS[index % len(PROMPTS)]} (request {index})"
+    body: dict[str, Any] = {"model": model, "stream": True}
+    if api == "chat":
+        body["messages"] = [{"role": "user", "content": prompt}]
+        body["stream_options"] = {"include_usage": True}
+    else:
+        body["input"] = prompt
     if max_output_tokens:
-        body["max_output_tokens"] = max_output_tokens
+        body["max_completion_tokens" if api == "chat" else "max_output_tokens"] = max_output_tokens
     if seeds:
         body["metadata"] = {"seed": str(seeds[index % len(seeds)])}
     return body
@@ -279,6 +310,7 @@ async def run_level(
     max_output_tokens: int | None,
     seeds: Sequence[int] | None,
     timeout: float,
+    api: str = "responses",
 ) -> tuple[list[StreamResult], float]:
     import httpx
 
@@ -290,14 +322,15 @@ async def run_level(
         max_keepalive_connections=concurrency,
         keepalive_expiry=KEEPALIVE_EXPIRY_S,
     )
-    endpoint = f"{url.rstrip('/')}/v1/responses"
+    endpoint = f"{url.rstrip('/')}{API_PATHS[api]}"
     async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(timeout)) as client:
 
         async def worker(w: int) -> list[StreamResult]:
             out = []
             for r in range(requests_per_worker):
-                body = request_body(w * requests_per_worker + r, model, max_output_tokens, seeds)
-                out.append(await one_stream(client, endpoint, body, timeout))
+                index = w * requests_per_worker + r
+                body = request_body(index, model, max_output_tokens, seeds, api)
+                out.append(await one_stream(client, endpoint, body, timeout, api))
             return out
 
         start = time.perf_counter()
@@ -318,6 +351,8 @@ def summarize(concurrency: int, results: Sequence[StreamResult], wall: float) ->
     gaps = [(b - a) * 1e3 for res in results for a, b in zip(res.arrivals, res.arrivals[1:])]
     events = sum(len(r.events) for r in records)
     tokens = sum(r.output_tokens for r in results)
+    no_usage = sum(1 for r in results if r.record.ok and not r.output_tokens)
+    notes = [f"{no_usage} valid streams reported no output tokens in usage"] if no_usage else []
     return LevelResult(
         concurrency=concurrency,
         streams=len(records),
@@ -333,6 +368,7 @@ def summarize(concurrency: int, results: Sequence[StreamResult], wall: float) ->
         events_per_s=round(events / wall, 1) if wall else 0.0,
         output_tokens=tokens,
         output_tokens_per_s=round(tokens / wall, 1) if wall else 0.0,
+        notes=notes,
     )
 
 
@@ -346,11 +382,22 @@ def run_levels(
     seeds: Sequence[int] | None,
     server_pid: int | None,
     timeout: float = 600.0,
+    api: str = "responses",
 ) -> list[LevelResult]:
-    """Every concurrency level in turn (one warm-up stream first)."""
+    """Every concurrency level in turn (one warm-up stream first); ``api``: a key of
+    :data:`API_PATHS`."""
+    if api not in API_PATHS:
+        raise ValueError(f"unknown api {api!r}; expected one of {sorted(API_PATHS)}")
     asyncio.run(
         run_level(
-            url, model, 1, 1, max_output_tokens=max_output_tokens, seeds=seeds, timeout=timeout
+            url,
+            model,
+            1,
+            1,
+            max_output_tokens=max_output_tokens,
+            seeds=seeds,
+            timeout=timeout,
+            api=api,
         )
     )
     out: list[LevelResult] = []
@@ -365,6 +412,7 @@ def run_levels(
                 max_output_tokens=max_output_tokens,
                 seeds=seeds,
                 timeout=timeout,
+                api=api,
             )
         )
         row = summarize(level, results, wall)
@@ -406,18 +454,25 @@ def validity_lines(rows: Sequence[LevelResult]) -> list[str]:
     out = []
     for r in rows:
         if r.valid == r.streams:
-            out.append(f"concurrency {r.concurrency}: all {r.streams} streams valid")
+            line = f"concurrency {r.concurrency}: all {r.streams} streams valid"
         else:
-            out.append(
+            line = (
                 f"concurrency {r.concurrency}: {r.streams - r.valid}/{r.streams} streams INVALID "
                 f"{r.outcomes}; first: {r.first_problem}"
             )
+        out.append("; ".join([line, *r.notes]))
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", help="server base URL (default: start the simulated server)")
+    parser.add_argument(
+        "--api",
+        choices=tuple(API_PATHS),
+        default="responses",
+        help="the endpoint to stream: /v1/responses or /v1/chat/completions",
+    )
     parser.add_argument("--model", default="gpt-oss-20b")
     parser.add_argument("--server-pid", type=int, help="local server process to measure CPU of")
     parser.add_argument("--levels", help="comma-separated concurrency levels (default 1,8,32,128)")
@@ -455,6 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         levels = QUICK_LEVELS if args.quick else FULL_LEVELS
     requests_per_worker = args.requests or (1 if args.quick else 4)
     config = {
+        "api": args.api,
         "url": args.url or "embedded simulated server",
         "model": args.model,
         "levels": list(levels),
@@ -472,6 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             seeds=None,
             server_pid=args.server_pid,
             timeout=args.timeout,
+            api=args.api,
         )
     else:
         config.update(
@@ -493,6 +550,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 seeds=seeds,
                 server_pid=pid,
                 timeout=args.timeout,
+                api=args.api,
             )
 
     report = {
@@ -501,7 +559,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "all_valid": all(r.valid == r.streams for r in rows),
         "levels": [asdict(r) for r in rows],
     }
-    stem = args.tag or ("serve_load_quick" if args.quick else "serve_load")
+    api_part = "" if args.api == "responses" else f"_{args.api}"
+    stem = args.tag or (f"serve_load{api_part}_quick" if args.quick else f"serve_load{api_part}")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
     table = markdown(rows)

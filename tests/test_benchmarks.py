@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -233,6 +237,118 @@ def test_serve_load_reports_broken_streams_first(tmp_path: Path) -> None:
     assert proc.returncode == 1
     first_line = proc.stdout.splitlines()[0]
     assert "INVALID" in first_line
+
+
+def test_serve_load_quick_chat_streams_all_valid(tmp_path: Path) -> None:
+    """``--api chat``: streamed chat completions from the embedded server, all checked."""
+    pytest.importorskip("trtllm_stream_fix.sim", reason="the simulated server is not available")
+    proc = run_script("serve_load.py", "--quick", "--json", "--api", "chat", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert report["config"]["api"] == "chat"
+    assert report["all_valid"] is True
+    (level,) = report["levels"]
+    assert level["streams"] == level["valid"] == 2
+    assert level["outcomes"] == {"ok": 2}
+    assert level["output_tokens"] > 0 and level["events"] > 0 and level["notes"] == []
+    assert level["ttft_p50_ms"] > 0 and level["output_tokens_per_s"] > 0
+    assert level["server_cpu_s"] is not None and level["server_cpu_s"] >= 0
+    assert (tmp_path / "serve_load_chat_quick.json").is_file()
+
+
+_HEADER = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+
+def _frame(payload: dict) -> str:
+    return f"data: {json.dumps(payload)}\n\n"
+
+
+def _chunk(delta: dict, finish: str | None = None) -> str:
+    return _frame({**_HEADER, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+
+_USAGE = {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}
+_GOOD_HEAD = [_chunk({"role": "assistant", "content": ""}), _chunk({"content": "Paris."})]
+_GOOD_TAIL = [
+    _chunk({}, "stop"),
+    _frame({**_HEADER, "choices": [], "usage": _USAGE}),
+    "data: [DONE]\n\n",
+]
+CHAT_BODIES = {
+    "valid": _GOOD_HEAD + _GOOD_TAIL,
+    "valid_without_usage": [*_GOOD_HEAD, _chunk({}, "stop"), "data: [DONE]\n\n"],
+    "malformed_chunk": [*_GOOD_HEAD, 'data: {"id": "chatcmpl-1", "choices": [\n\n', *_GOOD_TAIL],
+    "finished_twice": [*_GOOD_HEAD, _chunk({}, "stop"), *_GOOD_TAIL],
+}
+
+
+@contextlib.contextmanager
+def chat_server(frames: list[str]) -> Iterator[tuple[str, list[tuple[str, dict]]]]:
+    """An OpenAI-compatible stand-in that streams ``frames`` to every chat request; yields
+    (base URL, the (path, body) of each request)."""
+    seen: list[tuple[str, dict]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            seen.append((self.path, json.loads(self.rfile.read(length))))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("connection", "close")
+            self.end_headers()
+            for frame in frames:
+                self.wfile.write(frame.encode())
+                self.wfile.flush()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.mark.parametrize(
+    ("body", "outcome", "tokens", "notes"),
+    [
+        ("valid", "ok", 2 * 7, []),
+        ("valid_without_usage", "ok", 0, ["2 valid streams reported no output tokens in usage"]),
+        ("malformed_chunk", "malformed_json", 0, []),  # reading stops at the bad chunk
+        ("finished_twice", "protocol_violation", 2 * 7, []),
+    ],
+)
+def test_serve_load_chat_checks_every_stream_of_a_url(
+    tmp_path: Path, body: str, outcome: str, tokens: int, notes: list[str]
+) -> None:
+    """``--url --api chat`` against a stand-in server: chat requests with usage asked for;
+    a malformed chunk or a broken rule makes the stream invalid, reported first."""
+    with chat_server(CHAT_BODIES[body]) as (url, seen):
+        proc = run_script(
+            "serve_load.py", "--url", url, "--api", "chat", "--levels", "2", "--requests", "1",
+            "--max-output-tokens", "64", "--out", str(tmp_path), "--tag", "chat",
+        )  # fmt: skip
+    report = json.loads((tmp_path / "chat.json").read_text())
+    (level,) = report["levels"]
+    assert level["outcomes"] == {outcome: 2}, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert level["output_tokens"] == tokens and level["notes"] == notes
+    assert level["server_cpu_s"] is None  # no --server-pid
+    assert len(seen) == 3  # the warm-up stream, then 2
+    for path, request in seen:
+        assert path == "/v1/chat/completions"
+        assert request["stream"] is True and request["stream_options"] == {"include_usage": True}
+        assert request["messages"][0]["role"] == "user" and request["max_completion_tokens"] == 64
+        assert "input" not in request and "metadata" not in request
+    first_line = proc.stdout.splitlines()[0]
+    if outcome == "ok":
+        assert proc.returncode == 0 and "all 2 streams valid" in first_line
+    else:
+        assert proc.returncode == 1 and "INVALID" in first_line and outcome in first_line
 
 
 def test_gpu_dry_run_plans_every_interval_with_valid_yaml(tmp_path: Path) -> None:
