@@ -239,6 +239,223 @@ def test_l0_cpu_gets_the_test_folder_in_order_once():
     assert edits.edit_l0_cpu(edited) == edited
 
 
+# An openai_protocol.py of upstream's shape (written here, not upstream's text): the Response
+# model comments error / incomplete_details out and lacks OpenAI's newer fields.
+PROTOCOL = """\
+import time
+import uuid
+from typing import List, Literal, Optional
+
+from openai.types.responses import ResponseOutputItem, ResponseStatus, ResponseUsage
+from openai.types.responses.response import ToolChoice
+from openai.types.responses.tool import Tool
+from openai.types.shared import Metadata, Reasoning
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class OpenAIBaseModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ResponsesRequest(OpenAIBaseModel):
+    background: Optional[bool] = False
+    instructions: Optional[str] = None
+    max_output_tokens: Optional[int] = None
+    max_tool_calls: Optional[int] = None
+    metadata: Optional[Metadata] = None
+    model: str
+    parallel_tool_calls: Optional[bool] = False
+    previous_response_id: Optional[str] = None
+    reasoning: Optional[Reasoning] = None
+    service_tier: Literal["auto", "default", "flex", "scale", "priority"] = "auto"
+    store: Optional[bool] = True
+    temperature: Optional[float] = None
+    tool_choice: ToolChoice = "auto"
+    tools: list[Tool] = Field(default_factory=list)
+    top_p: Optional[float] = None
+    truncation: Optional[Literal["auto", "disabled"]] = "disabled"
+    user: Optional[str] = None
+    request_id: str = "resp_req"
+
+
+class ResponsesResponse(OpenAIBaseModel):
+    id: str = Field(default_factory=lambda: f"resp_{str(uuid.uuid4().hex)}")
+    created_at: int = Field(default_factory=lambda: int(time.time()))
+    # error: Optional[ResponseError] = None
+    # incomplete_details: Optional[IncompleteDetails] = None
+    instructions: Optional[str] = None
+    metadata: Optional[Metadata] = None
+    model: str
+    object: Literal["response"] = "response"
+    output: list[ResponseOutputItem]
+    parallel_tool_calls: bool
+    temperature: float
+    tool_choice: ToolChoice
+    tools: list[Tool]
+    top_p: float
+    background: bool
+    max_output_tokens: Optional[int] = None
+    max_tool_calls: Optional[int] = None
+    previous_response_id: Optional[str] = None
+    reasoning: Optional[Reasoning] = None
+    service_tier: Literal["auto", "default", "flex", "scale", "priority"]
+    status: ResponseStatus
+    text: Optional[dict] = None
+    top_logprobs: int
+    truncation: Literal["auto", "disabled"]
+    usage: Optional[ResponseUsage] = None
+    user: Optional[str] = None
+
+    # an extension of this server
+    prompt_token_ids: Optional[List[int]] = None
+
+    @classmethod
+    def from_request(cls, request, sampling_params, model_name, created_time,
+                     output, status, usage=None) -> "ResponsesResponse":
+        return cls(
+            id=request.request_id,
+            created_at=created_time,
+            instructions=request.instructions,
+            metadata=request.metadata,
+            model=model_name,
+            output=output,
+            parallel_tool_calls=request.parallel_tool_calls,
+            temperature=sampling_params.temperature,
+            tool_choice=request.tool_choice,
+            tools=request.tools,
+            top_p=sampling_params.top_p,
+            background=request.background,
+            max_output_tokens=sampling_params.max_tokens,
+            max_tool_calls=request.max_tool_calls,
+            previous_response_id=request.previous_response_id,
+            reasoning=request.reasoning,
+            service_tier=request.service_tier,
+            status=status,
+            top_logprobs=sampling_params.logprobs,
+            truncation=request.truncation,
+            user=request.user,
+            usage=usage,
+        )
+"""
+
+
+def _protocol_module(text: str):
+    import types
+
+    module = types.ModuleType("edited_openai_protocol")
+    exec(compile(text, "openai_protocol.py", "exec", dont_inherit=True), module.__dict__)
+    return module
+
+
+def _response(module, status: str, tools=()):
+    from types import SimpleNamespace
+
+    from openai.types.responses import ResponseFunctionToolCall
+
+    request = module.ResponsesRequest(model="m", tools=list(tools), store=False)
+    sampling = SimpleNamespace(temperature=1.0, top_p=1.0, max_tokens=16, logprobs=0)
+    call = ResponseFunctionToolCall.model_construct(
+        type="function_call",
+        id="fc_1",
+        call_id="call_1",
+        name="f",
+        arguments="{}",
+        status="completed",
+    )
+    return module.ResponsesResponse.from_request(request, sampling, "m", 7, [call], status)
+
+
+def test_the_response_model_gets_every_field_of_openais_response():
+    """Ledger entry 11 as an openai_protocol.py edit: every OpenAI field, set by status."""
+    from trtllm_stream_fix.core.response import OPENAI_RESPONSE_FIELDS
+    from trtllm_stream_fix.testing import openai_schema
+
+    assert edits.protocol_fields_missing(PROTOCOL) == [
+        "completed_at",
+        "error",
+        "incomplete_details",
+        "prompt_cache_key",
+        "safety_identifier",
+        "store",
+    ]
+    edited = edits.edit_openai_protocol(PROTOCOL)
+    assert edits.protocol_fields_missing(edited) == []
+    assert "# error:" not in edited and "# incomplete_details:" not in edited
+    module = _protocol_module(edited)
+    tool = {"type": "function", "name": "f", "parameters": {}, "strict": False}
+    for status in ("completed", "incomplete", "failed"):
+        body = _response(module, status, [tool]).model_dump(mode="json")
+        assert set(OPENAI_RESPONSE_FIELDS) <= set(body)
+        assert "prompt_token_ids" in body  # the server's own keys stay
+        assert openai_schema.missing_keys(body) == [], status
+        assert (body["completed_at"] is not None) == (status == "completed")
+        assert body["store"] is False  # echoed from the request
+        assert body["prompt_cache_key"] is None
+    incomplete = _response(module, "incomplete").model_dump(mode="json")
+    assert incomplete["incomplete_details"] == {"reason": "max_output_tokens"}
+    assert _response(module, "failed").model_dump(mode="json")["error"]["code"] == "server_error"
+    assert _response(module, "completed").model_dump(mode="json")["error"] is None
+
+
+def test_the_response_model_dumps_openais_key_names_without_by_alias():
+    """A stored response fetched again (upstream dumps it without ``by_alias``)."""
+    from openai.types.responses import ResponseFunctionToolCall
+
+    if "async_" not in ResponseFunctionToolCall.model_fields:
+        pytest.skip("this openai version has no aliased field (async_) on function calls")
+    module = _protocol_module(edits.edit_openai_protocol(PROTOCOL))
+    tool = {"type": "function", "name": "f", "parameters": {}, "strict": False, "async": True}
+    response = _response(module, "completed", [tool])
+    response.output[0].async_ = True
+    for dumped in (response.model_dump(), response.model_dump(mode="json")):
+        assert dumped["output"][0]["async"] is True and "async_" not in dumped["output"][0]
+        assert dumped["tools"][0]["async"] is True and "async_" not in dumped["tools"][0]
+    old = _protocol_module(PROTOCOL)
+    plain = old.ResponsesResponse.model_validate(
+        {k: v for k, v in response.model_dump().items() if k in old.ResponsesResponse.model_fields}
+    ).model_dump()
+    assert "async_" in plain["output"][0]  # what upstream sent
+
+
+def test_the_protocol_edit_is_located_by_name_and_refuses_other_shapes():
+    edited = edits.edit_openai_protocol(PROTOCOL)
+    with pytest.raises(edits.EditError, match="already declares"):
+        edits.edit_openai_protocol(edited)
+    with pytest.raises(edits.EditError, match="from_request"):
+        edits.edit_openai_protocol(PROTOCOL.replace("def from_request", "def build"))
+    with pytest.raises(edits.EditError, match="does not add"):
+        edits.edit_openai_protocol(PROTOCOL.replace("    background: bool\n", ""))
+    shifted = "# a new first line\n" + PROTOCOL
+    assert edits.edit_openai_protocol(shifted) == "# a new first line\n" + edited
+    removed = [line for line in _removed(PROTOCOL, edited)]
+    assert removed == [
+        "from openai.types.responses.response import ToolChoice",
+        "from pydantic import BaseModel, ConfigDict, Field",
+        "# error: Optional[ResponseError] = None",
+        "# incomplete_details: Optional[IncompleteDetails] = None",
+    ]
+
+
+def test_a_tree_whose_response_model_differs_keeps_entry_11_in_the_notes(tree):
+    """The stand-in's model lacks fields the edit does not add: no edit, a note."""
+    change = build(tree, year=2026, tools=NO_FORMAT)
+    assert layout.OPENAI_PROTOCOL not in change.modified
+    noted = " ".join(change.notes)
+    assert "ResponsesResponse not completed" in noted and edits.PROTOCOL_TARGET in noted
+    (tree / layout.OPENAI_PROTOCOL).write_text(PROTOCOL)
+    change = build(tree, year=2026, tools=NO_FORMAT)
+    assert change.modified[layout.OPENAI_PROTOCOL][1] == edits.edit_openai_protocol(PROTOCOL)
+    assert edits.PROTOCOL_TARGET not in " ".join(change.notes)
+
+
+def test_bodies_check_needs_every_body_complete():
+    ok = {"bodies": {"bodies": 4, "complete": 4, "raised": 0}}
+    assert check.bodies_result(ok).ok
+    short = {"bodies": {"bodies": 4, "complete": 3, "raised": 0, "examples": ["x: no error"]}}
+    assert not check.bodies_result(short).ok and "x: no error" in check.bodies_result(short).detail
+    assert not check.bodies_result({"error": "boom"}).ok
+
+
 def test_every_plugin_patch_is_carried_or_named_in_the_notes(tree):
     from trtllm_stream_fix.plugin.ledger import LEDGER
 

@@ -63,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 after.get("stats"),
                 chat=(before.get("chat"), after.get("chat")),
                 bench=measured,
+                bodies=(before.get("bodies"), after.get("bodies")),
             )
             text = text.replace(f"# {describe.title()}", f"# {describe.title(args.ticket)}", 1)
             written = change.write(args.out, text)
@@ -71,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 results.append(check.harness_result(after))
                 if layout.POSTPROCESS_HANDLERS in change.modified:
                     results.append(check.chat_harness_result(after))
+                if layout.OPENAI_PROTOCOL in change.modified:
+                    results.append(check.bodies_result(after))
                 results.append(check.bench_result(measured))
                 results += check.run_lint(change, copy, tools)
     except (

@@ -153,10 +153,12 @@ def _new_files(year: int) -> dict[str, str]:
 
 def _uncarried(change: ChangeSet) -> list[str]:
     chat = layout.POSTPROCESS_HANDLERS in change.modified
+    protocol = layout.OPENAI_PROTOCOL in change.modified
     return [
         e.target
         for e in LEDGER
-        if e.target not in edits.CARRIED or (not chat and e.target in edits.CHAT_CARRIED)
+        if (e.target not in edits.CARRIED and not (protocol and e.target == edits.PROTOCOL_TARGET))
+        or (not chat and e.target in edits.CHAT_CARRIED)
     ]
 
 
@@ -177,6 +179,13 @@ def build(source: Path, *, year: int, tools: lint.Tools | None = None) -> Change
             )
         except edits.EditError as exc:  # the Responses change stands without it
             change.notes.append(f"Harmony chat post-processors not edited: {exc}")
+    protocol = root / layout.OPENAI_PROTOCOL
+    if protocol.is_file():
+        text = protocol.read_text(encoding="utf-8")
+        try:
+            change.modified[layout.OPENAI_PROTOCOL] = (text, edits.edit_openai_protocol(text))
+        except edits.EditError as exc:  # the streaming change stands without it
+            change.notes.append(f"ResponsesResponse not completed: {exc}")
     l0 = root / layout.L0_CPU
     if l0.is_file():
         text = l0.read_text(encoding="utf-8")

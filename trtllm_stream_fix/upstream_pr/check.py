@@ -132,6 +132,20 @@ def chat_harness_result(after: dict[str, Any]) -> CheckResult:
     return CheckResult(name, ok, detail)
 
 
+def bodies_result(after: dict[str, Any]) -> CheckResult:
+    """Every non-streaming body of the patched copy is a complete OpenAI Response."""
+    name = "non-streaming bodies against OpenAI's schema (patched files, no plugin)"
+    bodies = after.get("bodies") or {"error": after.get("error", "no body run")}
+    if "error" in bodies:
+        return CheckResult(name, False, bodies["error"])
+    n = bodies["bodies"]
+    ok = n > 0 and bodies["complete"] == n and bodies["raised"] == 0
+    detail = f"{bodies['complete']}/{n} complete, {bodies['raised']} raised"
+    if not ok and bodies.get("examples"):
+        detail += "; e.g. " + bodies["examples"][0]
+    return CheckResult(name, ok, detail)
+
+
 def bench_result(measured: dict[str, Any] | None) -> CheckResult:
     """The benchmark rows were measured on the tree and on the patched copy."""
     name = "cost benchmark measured (tree and patched copy)"

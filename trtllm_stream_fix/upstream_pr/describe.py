@@ -17,7 +17,7 @@ from typing import Any
 
 from .changeset import ChangeSet
 from .convert import UPSTREAM_ENV_PREFIX
-from .layout import L0_ENTRY, PACKAGE, POSTPROCESS_HANDLERS, REPO, TITLE_PATTERN
+from .layout import L0_ENTRY, OPENAI_PROTOCOL, PACKAGE, POSTPROCESS_HANDLERS, REPO, TITLE_PATTERN
 
 SUMMARY = "Stream Harmony Responses events token by token at any stream_interval"
 TEMPLATE = ".github/pull_request_template.md"
@@ -165,6 +165,7 @@ def _description(
     after: dict[str, Any] | None,
     chat: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None),
     bench: dict[str, Any] | None = None,
+    bodies: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None),
 ) -> str:
     stats = change.stats()
     new_modules = sorted(p for p in change.new_files if p.startswith("tensorrt_llm/"))
@@ -206,6 +207,7 @@ def _description(
         f"`{UPSTREAM_ENV_PREFIX}LENGTH_TERMINAL=completed` (`response.completed` with status "
         "`incomplete` on a token-limit cut instead of `response.incomplete`).",
         *_chat_bullet(change),
+        *_protocol_bullet(change, bodies),
         "",
         "**Benchmark.**",
         "",
@@ -217,6 +219,35 @@ def _description(
     if change.notes:
         lines += ["", "**Notes.**", *(f"- {note}" for note in change.notes)]
     return "\n".join(lines)
+
+
+def _bodies_count(stats: dict[str, Any] | None) -> str | None:
+    if not stats or "error" in stats:
+        return None
+    return f"{stats['complete']} / {stats['bodies']} complete, {stats['raised']} raised"
+
+
+def _protocol_bullet(
+    change: ChangeSet, bodies: tuple[dict[str, Any] | None, dict[str, Any] | None]
+) -> list[str]:
+    """The ``openai_protocol.py`` bullet (with the body counts, where measured)."""
+    if OPENAI_PROTOCOL not in change.modified:
+        return []
+    text = (
+        "- `openai_protocol.py`: `ResponsesResponse` declares the fields of OpenAI's Response it "
+        "lacked (`completed_at`, `error`, `incomplete_details`, `store`, `prompt_cache_key`, "
+        "`safety_identifier`, where missing); `from_request` sets `completed_at` on completed "
+        "responses, `incomplete_details` (`max_output_tokens`) on incomplete ones, `error` on "
+        "failed ones and echoes the request's `store`; `output` and `tools` dump with OpenAI's "
+        "key names (`async`, not `async_`) even without `by_alias`."
+    )
+    counts = [_bodies_count(b) for b in bodies]
+    if all(counts):
+        text += (
+            " Non-streaming bodies against the keys recordings of OpenAI's API always carry: "
+            f"before {counts[0]}; after {counts[1]}."
+        )
+    return [text]
 
 
 def _chat_edited(change: ChangeSet) -> bool:
@@ -304,13 +335,14 @@ def description(
     after: dict[str, Any] | None,
     chat: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None),
     bench: dict[str, Any] | None = None,
+    bodies: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None),
 ) -> str:
     """The PR text: title line, then the template with its two sections filled in."""
     template_path = change.root / TEMPLATE
     template = template_path.read_text(encoding="utf-8") if template_path.is_file() else ""
     body = _COMMENT.sub("", template)
     filled = {
-        "## Description": _description(change, before, after, chat, bench),
+        "## Description": _description(change, before, after, chat, bench, bodies),
         "## Test Coverage": _coverage(change),
     }
     if not all(header in body for header in filled):

@@ -440,3 +440,211 @@ def edit_l0_cpu(text: str) -> str:
     at = next((i for i, _, name in entries if name > L0_ENTRY), entries[-1][0] + 1)
     lines.insert(at, f"{indent}- {L0_ENTRY}\n")
     return "".join(lines)
+
+
+# -- openai_protocol.py: ResponsesResponse with every field of OpenAI's Response -------------
+
+RESPONSE_MODEL = "ResponsesResponse"
+REQUEST_MODEL = "ResponsesRequest"
+#: What ``ResponsesResponse`` must declare (OpenAI's Response fields upstream's model lacks):
+#: ``name: (annotation, import it needs or None, from_request value or None)``. ``None`` as
+#: the value: the request's field of that name where ``ResponsesRequest`` declares one, else
+#: the default (null).
+PROTOCOL_FIELDS: dict[str, tuple[str, tuple[str, str] | None, str | None]] = {
+    "completed_at": ("Optional[int]", None, 'int(time.time()) if status == "completed" else None'),
+    "error": (
+        "Optional[ResponseError]",
+        ("openai.types.responses.response_error", "ResponseError"),
+        '(ResponseError(code="server_error",\n'
+        '               message="the generation failed")\n'
+        ' if status == "failed" else None)',
+    ),
+    "incomplete_details": (
+        "Optional[IncompleteDetails]",
+        ("openai.types.responses.response", "IncompleteDetails"),
+        '(IncompleteDetails(reason="max_output_tokens")\n if status == "incomplete" else None)',
+    ),
+    "prompt_cache_key": ("Optional[str]", None, None),
+    "safety_identifier": ("Optional[str]", None, None),
+    "store": ("Optional[bool]", None, None),
+}
+ALIAS_SERIALIZER = "_dump_by_alias"
+_SERIALIZER = f"""\
+@field_serializer("output", "tools")
+def {ALIAS_SERIALIZER}(self, items, info):
+    # OpenAI's key names ("async", not the SDK's "async_"), however the
+    # response is dumped: GET /v1/responses/{{id}} dumps without by_alias.
+    return [
+        item.model_dump(
+            mode=info.mode, by_alias=True, exclude_none=info.exclude_none)
+        if isinstance(item, BaseModel) else item for item in items
+    ]"""
+#: The plugin's ledger target the openai_protocol edit carries.
+PROTOCOL_TARGET = "tensorrt_llm.serve.responses_utils.ResponsesResponse"
+
+
+def _class(tree: ast.Module, name: str) -> ast.ClassDef:
+    node = find_definition(tree, name)
+    if not isinstance(node, ast.ClassDef):
+        raise EditError(f"{name} is not defined in openai_protocol.py")
+    return node
+
+
+def _declared(node: ast.ClassDef) -> list[ast.AnnAssign]:
+    return [s for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+
+
+def _from_request_call(node: ast.ClassDef) -> ast.Call:
+    method = next(
+        (s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "from_request"),
+        None,
+    )
+    if method is None:
+        raise EditError(f"{RESPONSE_MODEL}.from_request is not defined in openai_protocol.py")
+    ret = method.body[-1]
+    if not (
+        isinstance(ret, ast.Return)
+        and isinstance(ret.value, ast.Call)
+        and ast.unparse(ret.value.func) == "cls"
+        and ret.value.keywords
+        and "status" in [a.arg for a in method.args.args]
+    ):
+        raise EditError(f"{RESPONSE_MODEL}.from_request does not end in 'return cls(...)'")
+    return ret.value
+
+
+def _protocol_import_inserts(tree: ast.Module, names: set[tuple[str, str]]) -> list[_Insert]:
+    """Each needed name added to its module's one-line import, or a new line after it."""
+    out = []
+    by_module: dict[str, set[str]] = {}
+    for module, name in names:
+        by_module.setdefault(module, set()).add(name)
+    imports = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.level == 0]
+    have = {(n.module, a.asname or a.name) for n in imports for a in n.names}
+    for module, wanted in sorted(by_module.items()):
+        wanted = {w for w in wanted if (module, w) not in have}
+        if not wanted:
+            continue
+        same = [n for n in imports if n.module == module]
+        if same:
+            node = same[0]
+            if any(a.asname for a in node.names):
+                raise EditError(f"openai_protocol.py imports from {module} under other names")
+            merged = sorted({a.name for a in node.names} | wanted, key=_isort_key)
+            line = _grid_import(module, merged)
+            out.append(_Insert(node.lineno - 1, line, replace_to=node.end_lineno))
+            continue
+        before = [n for n in imports if (n.module or "").startswith("openai.")]
+        if not before:
+            raise EditError("openai_protocol.py imports nothing from openai")
+        after = max((n for n in before if (n.module or "") < module), key=lambda n: n.lineno)
+        line = f"from {module} import {', '.join(sorted(wanted))}\n"
+        out.append(_Insert(after.end_lineno, line))  # type: ignore[arg-type]
+    return out
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    """isort's default order inside one import: CONSTANTS, Classes, functions."""
+    kind = 0 if name.isupper() else 1 if name[:1].isupper() else 2
+    return kind, name
+
+
+def _grid_import(module: str, names: list[str], width: int = 80) -> str:
+    """``from module import names`` as isort writes it (one line, else its grid wrap)."""
+    line = f"from {module} import {', '.join(names)}\n"
+    if len(line) <= width + 1:
+        return line
+    head = f"from {module} import ("
+    pad, lines, current = " " * len(head), [], head
+    for i, name in enumerate(names):
+        piece = name + (")" if i == len(names) - 1 else ",")
+        if current not in (head, pad) and len(current) + 1 + len(piece) > width:
+            lines.append(current)
+            current = pad + piece
+        else:
+            current += ("" if current in (head, pad) else " ") + piece
+    lines.append(current)
+    return "\n".join(lines) + "\n"
+
+
+def protocol_fields_missing(text: str) -> list[str]:
+    """OpenAI's Response fields ``ResponsesResponse`` lacks in ``text`` (openai_protocol.py)."""
+    from ..core.response import OPENAI_RESPONSE_FIELDS
+
+    declared = {s.target.id for s in _declared(_class(ast.parse(text), RESPONSE_MODEL))}
+    return [f for f in OPENAI_RESPONSE_FIELDS if f not in declared]
+
+
+def edit_openai_protocol(text: str) -> str:
+    """``openai_protocol.py`` whose ``ResponsesResponse`` carries every field of OpenAI's
+    Response (the plugin's ``CompleteResponsesResponse``) and whose ``from_request`` sets them.
+
+    The fields are declared where the model comments them out (``# error: ...``) or after its
+    last OpenAI field; ``from_request`` sets ``completed_at`` (completed responses),
+    ``incomplete_details`` (``max_output_tokens``: upstream's ``incomplete`` is a length cut),
+    ``error`` (failed ones) and echoes the request's ``store`` / ``prompt_cache_key`` /
+    ``safety_identifier`` where ``ResponsesRequest`` has them.
+    """
+    tree = ast.parse(text)
+    model = _class(tree, RESPONSE_MODEL)
+    missing = protocol_fields_missing(text)
+    if not missing:
+        raise EditError(f"{RESPONSE_MODEL} already declares every OpenAI field (edited twice?)")
+    unknown = [f for f in missing if f not in PROTOCOL_FIELDS]
+    if unknown:
+        raise EditError(f"{RESPONSE_MODEL} lacks fields this edit does not add: {unknown}")
+    if not any(
+        isinstance(n, ast.Import) and any(a.name == "time" for a in n.names) for n in tree.body
+    ):
+        raise EditError("openai_protocol.py does not import time")
+    request_fields = {s.target.id for s in _declared(_class(tree, REQUEST_MODEL))}
+    lines = text.splitlines(keepends=True)
+    inserts: list[_Insert] = []
+    declared = _declared(model)
+    pad = " " * declared[0].col_offset
+    rest = []
+    for name in missing:
+        annotation = PROTOCOL_FIELDS[name][0]
+        commented = next(
+            (
+                i
+                for i in range(model.lineno, model.end_lineno)  # type: ignore[arg-type]
+                if re.match(rf"\s*#\s*{name}\s*:", lines[i])
+            ),
+            None,
+        )
+        line = f"{pad}{name}: {annotation} = None\n"
+        if commented is None:
+            rest.append(line)
+        else:
+            inserts.append(_Insert(commented, line, replace_to=commented + 1))
+    if rest:
+        from ..core.response import OPENAI_RESPONSE_FIELDS
+
+        last = [s for s in declared if s.target.id in OPENAI_RESPONSE_FIELDS][-1]
+        inserts.append(_Insert(last.end_lineno, "".join(rest)))  # type: ignore[arg-type]
+    call = _from_request_call(model)
+    kw_pad = call.keywords[-1].value.col_offset - len(call.keywords[-1].arg or "") - 1
+    given = {k.arg for k in call.keywords}
+    block = ""
+    for name in missing:
+        value = PROTOCOL_FIELDS[name][2]
+        if value is None and name in request_fields:
+            value = f"request.{name}"
+        if value is None or name in given:
+            continue
+        first, *more = value.splitlines()
+        block += f"{name}={first}" + "".join(f"\n{' ' * len(name)} {m}" for m in more) + ",\n"
+    last_kw = call.keywords[-1].value
+    end_line = last_kw.end_lineno
+    if not lines[end_line - 1].rstrip().endswith(","):  # type: ignore[index]
+        raise EditError(f"{RESPONSE_MODEL}.from_request's last argument has no trailing comma")
+    inserts.append(_Insert(end_line, _lines_of(kw_pad, block.rstrip("\n"))))  # type: ignore[arg-type]
+    needed = {PROTOCOL_FIELDS[n][1] for n in missing if PROTOCOL_FIELDS[n][1]}
+    if not any(isinstance(s, ast.FunctionDef) and s.name == ALIAS_SERIALIZER for s in model.body):
+        inserts.append(
+            _Insert(model.end_lineno, "\n" + _lines_of(len(pad), _SERIALIZER))  # type: ignore[arg-type]
+        )
+        needed |= {("pydantic", "BaseModel"), ("pydantic", "field_serializer")}
+    inserts += _protocol_import_inserts(tree, needed)  # type: ignore[arg-type]
+    return _apply(text, inserts)

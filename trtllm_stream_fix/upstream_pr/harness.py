@@ -6,7 +6,8 @@
 ``openai_protocol`` and ``postprocess_handlers`` (plus ``tensorrt_llm/serve/harmony_stream/``
 when the tree has it), stubs what they import off the Responses path, and drives the real
 ``ResponsesStreamingProcessor`` as ``openai_server`` does (``realstub.drive.run_all``), and the
-Harmony chat post-processors as ``chat_harmony`` does (``realstub.drive_chat.run_chat``). The
+Harmony chat post-processors as ``chat_harmony`` does (``realstub.drive_chat.run_chat``), and
+checks non-streaming bodies against OpenAI's recorded schema (``drive.body_schema``). The
 import hook is switched off and the run fails if any plugin module was imported.
 """
 
@@ -24,6 +25,7 @@ from .layout import REPO
 
 TESTS = REPO / "tests"
 COUNT = 100
+BODY_OUTPUTS = 25  # outputs whose non-streaming body (inline, from a worker) is checked
 PLUGIN_MODULES = ("trtllm_stream_fix.plugin.installer", "trtllm_stream_fix.plugin.processor")
 
 
@@ -71,10 +73,16 @@ def _main(root: Path, count: int) -> dict[str, Any]:
     from realstub.drive import run_all
     from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
 
+    from trtllm_stream_fix.testing.realstub.drive import body_schema
     from trtllm_stream_fix.testing.realstub.drive_chat import run_chat
     from trtllm_stream_fix.testing.synthetic import generate_outputs
 
-    stats = run_all(list(generate_outputs(count, seed=7)))
+    outputs = list(generate_outputs(count, seed=7))
+    stats = run_all(outputs)
+    try:
+        bodies = body_schema(outputs[:BODY_OUTPUTS])
+    except Exception as exc:  # a tree whose non-streaming path cannot run here
+        bodies = {"error": f"{type(exc).__name__}: {exc}"}
     try:
         chat = run_chat(list(generate_outputs(count, seed=300)))
     except Exception as exc:  # a tree whose chat path cannot run here
@@ -84,6 +92,7 @@ def _main(root: Path, count: int) -> dict[str, Any]:
     return {
         "stats": stats,
         "chat": chat,
+        "bodies": bodies,
         "stubbed_third_party": stubbed,
         "real_files": {m: sys.modules[m].__file__ for m in REAL_MODULES},
         "plugin_loaded": loaded + (["marked processor class"] if marked else []),
