@@ -306,3 +306,34 @@ def test_serve_needs_a_source_tree(tmp_path):
         assert result.returncode == 2
         assert "Traceback" not in result.stderr
         assert "source" in result.stderr.splitlines()[-1]
+
+
+def test_align_protocol_gives_a_request_the_relayed_prompt_method():
+    """993c0eec's ``request_preprocess`` calls ``request.relayed_prompt_token_ids()``, which no
+    ``openai_protocol`` in the index defines: the harness adds it (the terminal line's
+    ``_relayed_prompt_token_ids``), so a client request renders its prompt and an
+    orchestrator's relayed int32 buffer is used as is."""
+    import base64
+    from types import SimpleNamespace
+
+    import numpy as np
+    import pydantic
+
+    from trtllm_stream_fix.testing.realstub.server import align_protocol
+
+    class ResponsesRequest(pydantic.BaseModel):
+        input: str
+        prompt_token_ids: list[int] | None = None
+        prompt_token_ids_b64: str | None = None
+        disaggregated_params: dict | None = None
+        conversation_params: dict | None = None
+
+    protocol = SimpleNamespace(ResponsesRequest=ResponsesRequest, StartProfileRequest=object)
+    assert align_protocol(protocol) == ["ResponsesRequest.relayed_prompt_token_ids()"]
+    assert ResponsesRequest(input="hi").relayed_prompt_token_ids() is None
+    given = ResponsesRequest(input="hi", prompt_token_ids=[1, 2])
+    assert given.relayed_prompt_token_ids() == [1, 2]
+    b64 = base64.b64encode(np.asarray([5, 6, 7], dtype=np.int32).tobytes()).decode("ascii")
+    relayed = ResponsesRequest(input="hi", prompt_token_ids_b64=b64)
+    assert relayed.relayed_prompt_token_ids() == [5, 6, 7]
+    assert align_protocol(protocol) == []  # a tree whose protocol has it keeps its own

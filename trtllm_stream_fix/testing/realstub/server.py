@@ -393,6 +393,30 @@ ORCHESTRATOR_FIELDS = {
         "conversation_params",
     ),
 }
+
+
+def _relayed_prompt_token_ids(self: Any) -> Any:
+    """``ResponsesRequest.relayed_prompt_token_ids()``, which 993c0eec's ``request_preprocess``
+    calls and no ``openai_protocol`` in the index defines. The body is the terminal line's
+    ``responses_utils._relayed_prompt_token_ids``: the orchestrator's relayed prompt
+    (``prompt_token_ids``, else the int32 ``prompt_token_ids_b64``), ``None`` for a client."""
+    if self.prompt_token_ids is not None:
+        return self.prompt_token_ids
+    if not self.prompt_token_ids_b64:
+        return None
+    import base64
+
+    import numpy as np
+
+    decoded = np.frombuffer(base64.b64decode(self.prompt_token_ids_b64), dtype=np.int32).tolist()
+    self.prompt_token_ids = decoded
+    return decoded
+
+
+#: Request methods that newer serve modules call but no ``openai_protocol`` in the index has.
+ORCHESTRATOR_METHODS = {
+    "ResponsesRequest": {"relayed_prompt_token_ids": _relayed_prompt_token_ids},
+}
 #: Request bodies of endpoints off the Responses/chat path that ``openai_server`` imports
 #: and an ``openai_protocol`` of another commit may lack: name -> optional fields.
 OFF_PATH_MODELS = {
@@ -403,9 +427,9 @@ OFF_PATH_MODELS = {
 def align_protocol(openai_protocol: Any) -> list[str]:
     """Reconcile a tree whose ``openai_protocol`` comes from another commit than its server
     and ``responses_utils`` (the index has no ``openai_protocol`` at 271a1eda): request models
-    get the orchestrator-only fields they lack (default ``None``, what a client request
-    carries) and the module gets the off-path request models it lacks. Returns what was added
-    (empty for a matching tree); nothing on the Responses or chat path is replaced."""
+    get the orchestrator-only fields and methods they lack (default ``None``, what a client
+    request carries) and the module gets the off-path request models it lacks. Returns what
+    was added (empty for a matching tree); nothing on the Responses or chat path is replaced."""
     import pydantic
     from pydantic.fields import FieldInfo
 
@@ -418,6 +442,12 @@ def align_protocol(openai_protocol: Any) -> list[str]:
             added.append(f"{model_name}.{name}")
         if missing:
             model.model_rebuild(force=True)
+    for model_name, methods in ORCHESTRATOR_METHODS.items():
+        model = getattr(openai_protocol, model_name)
+        for name, method in methods.items():
+            if not hasattr(model, name):
+                setattr(model, name, method)
+                added.append(f"{model_name}.{name}()")
     for model_name, names in OFF_PATH_MODELS.items():
         if not hasattr(openai_protocol, model_name):
             fields: dict[str, Any] = {name: (Any, None) for name in names}
