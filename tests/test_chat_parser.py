@@ -83,12 +83,13 @@ def test_chat_token_soups_match_the_reference(encoding, soup, sizes, finish):
 
 
 def test_the_differential_sees_a_fast_parser_that_differs(encoding, monkeypatch):
-    real = fast_harmony.FastHarmonyDriver.content_delta
+    real = fast_harmony.FastHarmonyDriver.take_content
 
     def shouting(self, token):
-        return real(self, token).upper()
+        delta = real(self, token)
+        return delta.upper() if isinstance(delta, str) else delta
 
-    monkeypatch.setattr(fast_harmony.FastHarmonyDriver, "content_delta", shouting)
+    monkeypatch.setattr(fast_harmony.FastHarmonyDriver, "take_content", shouting)
     text = "<|channel|>final<|message|>The river bends north past the old mill."
     tokens = tuple(encoding.encode(text, allowed_special="all"))
     output = SyntheticOutput("final", 0, tokens, "stop", False, False)

@@ -17,6 +17,7 @@ from trtllm_stream_fix.core import fast_harmony
 from trtllm_stream_fix.core.config import StreamConfig
 from trtllm_stream_fix.core.fast_harmony import FastHarmonyDriver, new_driver, parse_header
 from trtllm_stream_fix.core.harmony_driver import (
+    NOT_CONTENT,
     HarmonyDriver,
     HarmonyStreamError,
     TruncatedHeaderError,
@@ -160,6 +161,33 @@ _POOL += [17196, 12606, 173781, 316, 28, 44580, 5701, 4108, 200003]
 def test_token_soups_match_the_reference(encoding, soup, sizes, finish):
     output = SyntheticOutput("soup", 0, tuple(soup), finish, False, False)
     assert driver_difference(output, sizes, encoding) is None
+
+
+def _one_token_at_a_time(driver, soup, take):
+    """What ``driver`` reports for each token fed alone: the per-token path, else ``feed``."""
+    seen = []
+    for token in soup:
+        if take:
+            delta = driver.take_content(token)
+        else:
+            delta = driver.content_delta(token) if driver.is_content_token(token) else NOT_CONTENT
+        if delta is NOT_CONTENT:
+            try:
+                delta = ("facts", driver.feed([token]))
+            except HarmonyStreamError as exc:
+                seen.append(("error", str(exc)))
+                break
+        seen.append((delta, driver.phase, driver.tokens_fed))
+    return seen
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([*_POOL, *map(np.int64, _POOL[:6])]), max_size=40))
+def test_take_content_is_the_two_call_path(encoding, soup):
+    """``take_content`` = ``content_delta`` where ``is_content_token``, on both drivers."""
+    for driver in (FastHarmonyDriver, HarmonyDriver):
+        one = _one_token_at_a_time(driver(encoding), soup, take=True)
+        assert one == _one_token_at_a_time(driver(encoding), soup, take=False)
 
 
 def test_invalid_utf8_left_pending_by_an_error_is_sent_with_the_next_token(encoding):

@@ -76,6 +76,7 @@ def test_internal_error_never_escapes_and_nothing_follows_terminal(
 
     monkeypatch.setattr(machine._driver, "feed", boom)
     monkeypatch.setattr(machine._driver, "content_delta", boom)
+    monkeypatch.setattr(machine._driver, "take_content", boom)
     events = [event_to_dict(e) for e in machine.feed(batch)]
     assert [e["type"] for e in events] == [
         "response.output_text.done",

@@ -38,6 +38,7 @@ from .chat_chunks import DONE, ChatHeader, ChatStreamError, Frame
 from .config import Parser
 from .fast_harmony import new_driver
 from .harmony_driver import (
+    NOT_CONTENT,
     ContentDelta,
     Fact,
     HarmonyDriver,
@@ -164,9 +165,13 @@ class ChatChunkMachine:
         runs: list[list[Any]] = []
         try:
             driver = self._driver
-            if not finished and len(token_ids) == 1 and driver.is_content_token(token_ids[0]):
+            text = (
+                driver.take_content(token_ids[0])
+                if not finished and len(token_ids) == 1
+                else NOT_CONTENT
+            )
+            if text is not NOT_CONTENT:
                 # One content token per engine response (stream_interval 1): no facts.
-                text = driver.content_delta(token_ids[0])
                 if text:
                     self._text(text, runs)
             else:

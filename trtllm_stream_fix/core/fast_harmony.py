@@ -27,12 +27,14 @@ import numpy as np
 from openai_harmony import Author, HarmonyEncoding, Message, Role, TextContent
 
 from .harmony_driver import (
+    NOT_CONTENT,
     ContentDelta,
     Fact,
     HarmonyDriver,
     MessageClosed,
     MessageOpened,
     Phase,
+    _NotContent,
 )
 from .harmony_tokens import MESSAGE, RETURN, START, STOP_TOKENS
 from .harmony_utf8 import decode_invalid, decode_run, token_bytes
@@ -212,6 +214,32 @@ class FastHarmonyDriver:
         if self._in_content:
             return token not in STOP_TOKENS and 0 <= token < self._vocab
         return self._reference is not None and self._reference.is_content_token(token)
+
+    def take_content(self, token: int) -> str | _NotContent | None:
+        """The per-token path's one call: ``is_content_token`` and ``content_delta`` inlined.
+
+        The token's delta (None while text is held back) or ``NOT_CONTENT``.
+        """
+        if not self._in_content:
+            reference = self._reference
+            if reference is None:
+                return NOT_CONTENT
+            return reference.take_content(token)
+        if token in STOP_TOKENS or not 0 <= token < self._vocab:
+            return NOT_CONTENT
+        try:
+            data = self._table[token]
+        except TypeError:  # not an int: the reference says what it is
+            return self._hand_over().content_delta(token)
+        self._tokens.append(token)
+        if self._pending:
+            data = self._pending + data
+        try:
+            delta = data.decode()
+            self._pending = b""
+        except UnicodeDecodeError:
+            delta, self._pending = decode_invalid(data)
+        return delta or None
 
     def content_delta(self, token: int) -> str | None:
         """One content token (precondition: ``is_content_token(token)``): its delta or None."""

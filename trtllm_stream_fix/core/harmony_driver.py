@@ -56,6 +56,19 @@ from .harmony_tokens import MESSAGE, STOP_TOKENS, vocab_size
 from .harmony_utf8 import ContentDecoder, token_bytes
 
 
+class _NotContent:
+    """``take_content``'s answer for a token that is not plain content of the open message."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOT_CONTENT"
+
+
+#: The token needs ``feed`` (a header, a stop token, no open message, not in the vocabulary).
+NOT_CONTENT = _NotContent()
+
+
 class Phase(enum.Enum):
     """Where the parser is, mirrored from the token ids fed."""
 
@@ -211,6 +224,15 @@ class HarmonyDriver:
         return (
             self._phase is Phase.CONTENT and token not in STOP_TOKENS and 0 <= token < self._vocab
         )
+
+    def take_content(self, token: int) -> str | _NotContent | None:
+        """The per-token path's one call: ``content_delta`` of a content token.
+
+        ``NOT_CONTENT`` (nothing fed) where ``is_content_token`` is false.
+        """
+        if not self.is_content_token(token):
+            return NOT_CONTENT
+        return self.content_delta(token)
 
     def content_delta(self, token: int) -> str | None:
         """One content token, without facts: the ``feed`` loop's content branch on its own.

@@ -56,6 +56,7 @@ from .config import DEFAULT_CONFIG, StreamConfig
 from .context import ResponseContext
 from .fast_harmony import new_driver
 from .harmony_driver import (
+    NOT_CONTENT,
     ContentDelta,
     Fact,
     HarmonyDriver,
@@ -184,11 +185,10 @@ class ResponsesEventMachine:
         driver = self._driver
         try:
             if not finished and len(token_ids) == 1:
-                token = token_ids[0]
-                if driver.is_content_token(token):
+                delta = driver.take_content(token_ids[0])
+                if delta is not NOT_CONTENT:
                     # One content token per engine response (stream_interval 1): no facts,
                     # and ``_on_delta`` inlined.
-                    delta = driver.content_delta(token)
                     if delta:
                         message = self._message
                         message.chunks.append(delta)

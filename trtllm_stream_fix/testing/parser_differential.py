@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.config import DEFAULT_CONFIG, StreamConfig
 from ..core.fast_harmony import FastHarmonyDriver
-from ..core.harmony_driver import HarmonyDriver, HarmonyStreamError
+from ..core.harmony_driver import NOT_CONTENT, HarmonyDriver, HarmonyStreamError
 from .splits import NUMPY_SPLIT, copy_split, first_difference
 from .synthetic import SyntheticOutput, engine_responses
 from .visible import client_visible
@@ -38,10 +38,11 @@ def driver_trace(driver: Any, responses: Iterable[Any]) -> list[tuple[Any, ...]]
     trace: list[tuple[Any, ...]] = []
     for response in responses:
         tokens = response.token_ids_diff
-        if len(tokens) == 1 and not response.finished and driver.is_content_token(tokens[0]):
-            delta = driver.content_delta(tokens[0])
-            trace.append(("delta", delta, driver.phase, driver.tokens_fed))
-            continue
+        if len(tokens) == 1 and not response.finished:
+            delta = driver.take_content(tokens[0])  # the machines' per-token path
+            if delta is not NOT_CONTENT:
+                trace.append(("delta", delta, driver.phase, driver.tokens_fed))
+                continue
         facts: list[Any] = []
         try:
             driver.feed(tokens, facts)
