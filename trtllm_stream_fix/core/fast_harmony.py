@@ -232,11 +232,12 @@ class FastHarmonyDriver:
         except TypeError:  # not an int: the reference says what it is
             return self._hand_over().content_delta(token)
         self._tokens.append(token)
-        if self._pending:
-            data = self._pending + data
-        try:
-            delta = data.decode()
+        pending = self._pending
+        if pending:
+            data = pending + data
             self._pending = b""
+        try:
+            return data.decode() or None
         except UnicodeDecodeError:
             delta, self._pending = decode_invalid(data)
         return delta or None
