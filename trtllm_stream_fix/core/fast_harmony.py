@@ -244,21 +244,8 @@ class FastHarmonyDriver:
 
     def content_delta(self, token: int) -> str | None:
         """One content token (precondition: ``is_content_token(token)``): its delta or None."""
-        if self._reference is not None:
-            return self._reference.content_delta(token)
-        try:
-            data = self._table[token]
-        except TypeError:  # not an int: the reference says what it is
-            return self._hand_over().content_delta(token)
-        self._tokens.append(token)
-        if self._pending:
-            data = self._pending + data
-        try:
-            delta = data.decode()
-            self._pending = b""
-        except UnicodeDecodeError:
-            delta, self._pending = decode_invalid(data)
-        return delta or None
+        delta = self.take_content(token)
+        return None if delta is NOT_CONTENT else delta
 
     def feed(self, token_ids: Sequence[int], facts: list[Fact] | None = None) -> list[Fact]:
         """Facts of ``token_ids`` appended to ``facts``, exactly as ``HarmonyDriver.feed``."""

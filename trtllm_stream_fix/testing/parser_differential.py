@@ -2,7 +2,7 @@
 """Differential of the fast Harmony driver against the reference one.
 
 Both drivers get the same engine responses, fed the way the event machine feeds them (one
-content token through ``content_delta``, anything else through ``feed``), and must agree
+content token through ``take_content``, anything else through ``feed``), and must agree
 after every response on the facts, the error (type, message, position), the phase and the
 completed messages, then on the end of stream. At the event level, the machine's streams
 with ``parser="fast"`` and ``parser="reference"`` must be equal event for event (ids
