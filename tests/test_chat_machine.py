@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
 from trtllm_stream_fix.core import chat_chunks as cc
@@ -341,3 +342,18 @@ def test_fast_text_json_equals_the_models_json(field: str) -> None:
     fast = json.loads(cc.to_json(chunk))
     assert fast == chunk.model_dump(mode="json", exclude_unset=True)
     assert fast == json.loads(json_dumps(chunk, default=cc._fields))
+
+
+@pytest.mark.parametrize("odd", [5.0, np.float64(5.0), "5", None], ids=repr)
+@pytest.mark.parametrize("parser", ["fast", "reference"])
+def test_a_value_that_is_no_token_id_fails_the_same_at_every_split(odd, parser) -> None:
+    token_ids = tokens("<|channel|>final<|message|>Hello") + [odd, 13, 14]
+    options = ChatOptions(parser=parser)
+    errors = set()
+    for split in (1, 2, 3, len(token_ids)):
+        payloads = run(token_ids, split, options=options)
+        assert payloads[-1] == "[DONE]"
+        error = payloads[-2]["error"]
+        errors.add((error["message"], error.get("code"), error.get("type")))
+    assert len(errors) == 1, errors
+    assert "is not a token id" in errors.pop()[0]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from _streams import of_type, run, split
 
@@ -323,3 +324,31 @@ def test_pydantic_dumps_per_stream_do_not_grow_with_its_tokens(encoding, tokens,
     short, long = dumps(20), dumps(400)
     assert long[1] > short[1] + 700  # many more delta events ...
     assert long[0] == short[0]  # ... and not one more pydantic dump
+
+
+NOT_TOKEN_IDS = [5.0, np.float64(5.0), "5", None]
+
+
+@pytest.mark.parametrize("odd", NOT_TOKEN_IDS, ids=repr)
+@pytest.mark.parametrize("parser", ["fast", "reference"])
+def test_a_value_that_is_no_token_id_fails_the_same_at_every_split(encoding, tokens, odd, parser):
+    """One token per response takes the per-token path; its error is the batch path's."""
+    token_ids = tokens("<|channel|>final<|message|>Hello") + [odd, 13, 14]
+    endings = set()
+    for size in (1, 2, 3, len(token_ids)):
+        machine = ResponsesEventMachine(
+            new_context(), config=StreamConfig(parser=parser), encoding=encoding
+        )
+        events = machine.start()
+        batches = [token_ids[i : i + size] for i in range(0, len(token_ids), size)]
+        for n, batch in enumerate(batches):
+            last = n == len(batches) - 1
+            events += machine.feed(batch, finished=last, finish_reason="stop" if last else None)
+        dicts = [event_to_dict(e) for e in events]
+        assert check_responses_events(dicts).ok
+        error = of_type(dicts, "error")[0]
+        endings.add((dicts[-1]["type"], error["code"], error["message"]))
+    assert len(endings) == 1, endings
+    kind, _, message = endings.pop()
+    assert kind == "response.failed" and message.startswith("invalid Harmony token sequence")
+    assert message.endswith("at position 4 is not a token id")

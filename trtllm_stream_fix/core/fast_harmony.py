@@ -225,12 +225,12 @@ class FastHarmonyDriver:
             if reference is None:
                 return NOT_CONTENT
             return reference.take_content(token)
-        if token in STOP_TOKENS or not 0 <= token < self._vocab:
-            return NOT_CONTENT
         try:
+            if token in STOP_TOKENS or not 0 <= token < self._vocab:
+                return NOT_CONTENT
             data = self._table[token]
-        except TypeError:  # not an int: the reference says what it is
-            return self._hand_over().content_delta(token)
+        except TypeError:  # not an integer: ``feed`` reports it as no token id, as at any split
+            return NOT_CONTENT
         self._tokens.append(token)
         pending = self._pending
         if pending:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -230,6 +231,10 @@ class HarmonyDriver:
 
         ``NOT_CONTENT`` (nothing fed) where ``is_content_token`` is false.
         """
+        try:
+            operator.index(token)
+        except TypeError:  # not an integer: ``feed`` reports it as no token id, as at any split
+            return NOT_CONTENT
         if not self.is_content_token(token):
             return NOT_CONTENT
         return self.content_delta(token)
