@@ -23,39 +23,33 @@ plugin_harness.use_standin()
 from tensorrt_llm.serve import openai_server, postprocess_handlers, responses_utils
 
 from trtllm_stream_fix.plugin import installer as install_mod
-from trtllm_stream_fix.plugin import targets
+from trtllm_stream_fix.plugin import registry, targets
 from trtllm_stream_fix.plugin.installer import StreamFixInstallError, install, uninstall
 
 pytestmark = pytest.mark.cpu_only
 
 NAMES = [
-    (responses_utils, "ResponsesStreamingProcessor"),
-    (openai_server, "ResponsesStreamingProcessor"),
-    (responses_utils, "_create_output_content_harmony"),
-    (responses_utils, "_parse_response_input"),
-    (responses_utils, "guard_responses_stream"),
-    (openai_server, "guard_responses_stream"),
-    (postprocess_handlers, "chat_harmony_streaming_post_processor"),
-    (postprocess_handlers, "chat_harmony_post_processor"),
-    (openai_server, "chat_harmony_streaming_post_processor"),
-    (openai_server, "chat_harmony_post_processor"),
-    (responses_utils, "ResponsesResponse"),  # its own group ("response")
-    (responses_utils, "_create_response"),  # its own group ("usage")
+    (sys.modules[dotted.rsplit(".", 1)[0]], dotted.rsplit(".", 1)[1])
+    for dotted in registry.bindings()
 ]
 RESPONSE_MODEL = "tensorrt_llm.serve.responses_utils.ResponsesResponse"
 CREATE_RESPONSE = "tensorrt_llm.serve.responses_utils._create_response"
+INPUT = "tensorrt_llm.serve.responses_utils._parse_response_input"
+PROCESSOR = "tensorrt_llm.serve.responses_utils.ResponsesStreamingProcessor"
 
 
 def _snapshot(names=NAMES) -> list[object]:
     return [module.__dict__[name] for module, name in names]
 
 
-def _group(outcomes) -> dict[str, str]:
-    """Statuses of the ``responses`` group (every target but the Response model's and the
-    usage's, each a group of its own)."""
-    return {
-        o.target: o.status for o in outcomes if o.target not in (RESPONSE_MODEL, CREATE_RESPONSE)
-    }
+def _index(dotted: str) -> int:
+    return registry.bindings().index(dotted)
+
+
+def _group(outcomes, group: str = "responses") -> dict[str, str]:
+    """Statuses of the bindings of one patch group."""
+    names = {b for p in registry.patches(group) for b in p.bindings}
+    return {o.target: o.status for o in outcomes if o.target in names}
 
 
 @pytest.fixture(autouse=True)
@@ -103,14 +97,14 @@ def test_uninstall_leaves_a_name_someone_else_rebound():
         assert responses_utils._parse_response_input is sentinel
         assert responses_utils.ResponsesStreamingProcessor is before[0]
     finally:
-        responses_utils._parse_response_input = before[3]
+        responses_utils._parse_response_input = before[_index(INPUT)]
 
 
 def test_a_response_model_mismatch_refuses_only_its_own_set(monkeypatch, caplog):
     """The complete Response model is its own group: the event fix stays in place."""
 
-    def from_request(cls, request, sampling_params, model_name, created_time, output):
-        raise AssertionError("never called")
+    def from_request(cls, request, sampling, model_name, created_time, output, status):
+        raise AssertionError("never called")  # renamed: the replacement reads sampling_params
 
     monkeypatch.setattr(
         responses_utils.ResponsesResponse, "from_request", classmethod(from_request)
@@ -146,7 +140,7 @@ def test_a_create_response_mismatch_refuses_only_the_usage_set(monkeypatch, capl
 
 
 def test_shapes_of_the_standin_match_the_recorded_reference():
-    checks = [targets.check(t) for t in targets.ALL_TARGETS]
+    checks = [targets.check(t) for t in registry.all_targets()]
     assert [c.describe() for c in checks if not c.ok] == []
 
 
@@ -166,7 +160,9 @@ def test_shape_mismatch_refuses_every_set_of_the_group_and_logs_one_clear_line(m
     assert statuses["tensorrt_llm.serve.responses_utils.ResponsesStreamingProcessor"] == "refused"
     assert statuses["tensorrt_llm.serve.openai_server.ResponsesStreamingProcessor"] == "refused"
     assert set(statuses.values()) == {"refused"}  # all or nothing across the group
-    assert _snapshot(NAMES[:-2]) == before[:-2]  # upstream untouched, no half-patched server
+    group = [i for i, b in enumerate(registry.bindings()) if b in statuses]
+    after = _snapshot()
+    assert [after[i] for i in group] == [before[i] for i in group]  # upstream untouched
     lines = [r.getMessage() for r in caplog.records if "not patching" in r.getMessage()]
     assert len(lines) == 1
     assert "ResponsesStreamingProcessor.process_single_output" in lines[0]
@@ -196,7 +192,8 @@ def test_993c0eec_final_response_shape_is_recorded_and_installs(monkeypatch):
     monkeypatch.setattr(
         responses_utils.ResponsesStreamingProcessor, "get_final_response", get_final_response
     )
-    check = targets.check(targets.PROCESSOR_TARGETS[-1])
+    final = next(t for t in registry.all_targets() if t.path.endswith(".get_final_response"))
+    check = targets.check(final)
     assert (check.status, check.version) == ("ok", "993c0eec")
     report = install()
     assert {o.status for o in report.outcomes} == {"patched"}
@@ -252,25 +249,42 @@ def test_chat_post_processors_are_patched_and_pickle_by_reference():
         assert module.chat_harmony_post_processor is chat.chat_harmony_post_processor
 
 
-def test_a_chat_mismatch_in_a_module_loaded_later_takes_back_the_responses_patches(monkeypatch):
-    """All or nothing with the Responses set, also when postprocess_handlers loads last."""
+def test_a_mismatch_in_a_module_loaded_later_takes_back_the_groups_patches(monkeypatch):
+    """All or nothing across modules: openai_server loading last with a guard that is not
+    responses_utils' (another binding) takes back the Responses patches applied before."""
     before = _snapshot()
-    name = "tensorrt_llm.serve.postprocess_handlers"
+    name = "tensorrt_llm.serve.openai_server"
     monkeypatch.delitem(sys.modules, name)  # not imported yet
     first = {o.target: o.status for o in install().outcomes}
-    assert first["tensorrt_llm.serve.responses_utils.ResponsesStreamingProcessor"] == "patched"
-    assert first[f"{name}.chat_harmony_post_processor"] == "not-loaded"
+    assert first[PROCESSOR] == "patched"
+    assert first[f"{name}.ResponsesStreamingProcessor"] == "not-loaded"
 
-    def chat_harmony_post_processor(rsp, args, tokenizer):  # an upstream that changed shape
+    async def guard_responses_stream(stream, terminal_events):  # a server's own guard
+        yield ""
+
+    monkeypatch.setattr(openai_server, "guard_responses_stream", guard_responses_stream)
+    for chat in ("chat_harmony_streaming_post_processor", "chat_harmony_post_processor"):
+        # what its import binds: postprocess_handlers' (patched) post-processors
+        monkeypatch.setattr(openai_server, chat, getattr(postprocess_handlers, chat))
+    monkeypatch.setitem(sys.modules, name, openai_server)  # now it has loaded
+    second = install()
+    assert set(_group(second.outcomes).values()) == {"refused"}
+    assert f"{name}.guard_responses_stream" in install_mod.last_refusals()["responses"]
+    assert responses_utils.ResponsesStreamingProcessor is before[0]  # taken back
+    assert set(_group(second.outcomes, "chat").values()) <= {"patched", "already"}
+    assert not install_mod.is_active()
+
+
+def test_a_chat_mismatch_refuses_the_chat_group_only(monkeypatch):
+    def chat_harmony_post_processor(rsp, args, tokenizer):  # a new required parameter
         raise AssertionError("never called")
 
     monkeypatch.setattr(
         postprocess_handlers, "chat_harmony_post_processor", chat_harmony_post_processor
     )
-    monkeypatch.setitem(sys.modules, name, postprocess_handlers)  # now it has loaded
-    second = install()
-    assert set(_group(second.outcomes).values()) == {"refused"}
-    assert "chat_harmony_post_processor" in install_mod.last_refusals()["responses"]
-    assert responses_utils.ResponsesStreamingProcessor is before[0]  # taken back
-    assert openai_server.ResponsesStreamingProcessor is before[1]
-    assert not install_mod.is_active()
+    report = install()
+    assert set(_group(report.outcomes, "chat").values()) == {"refused"}
+    assert "new required parameter 'tokenizer'" in install_mod.last_refusals()["chat"]
+    assert set(_group(report.outcomes).values()) == {"patched"}
+    assert postprocess_handlers.chat_harmony_post_processor is chat_harmony_post_processor
+    assert install_mod.is_active()

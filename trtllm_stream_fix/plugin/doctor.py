@@ -21,7 +21,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ledger, targets
+from . import registry, targets
 from .installer import ENV, mode_from_env
 from .pth import installed_pth_paths
 
@@ -62,14 +62,30 @@ class DoctorReport:
 
     @property
     def ok(self) -> bool:
-        return (
-            self.active_here
-            and bool(self.worker.get("active"))
-            and all(
-                c.status in ("ok", "not-loaded") or (c.status == "missing" and c.target.optional)
-                for c in self.checks
-            )
-        )
+        return self.active_here and bool(self.worker.get("active")) and not self.misfits()
+
+    def misfits(self) -> list[targets.TargetCheck]:
+        """Targets of a required group that are missing or do not fit (optional groups
+        refused are reported, not fatal: see ``off_groups``)."""
+        required = {
+            t for g in registry.GROUPS if g.required for p in registry.patches(g.name)
+            for t in p.all_checks
+        }
+        return [
+            c
+            for c in self.checks
+            if c.target in required
+            and c.status in ("missing", "mismatch")
+            and not (c.status == "missing" and c.target.optional)
+        ]
+
+    def off_groups(self) -> list[str]:
+        """One line per optional group refused here, with what that means."""
+        return [
+            f"{g.title} ({g.name}) is off: {g.when_off}"
+            for g in registry.GROUPS
+            if not g.required and g.name in self.refusals
+        ]
 
     def reasons(self) -> list[str]:
         """Why the verdict is what it is, each with what to do about it."""
@@ -91,12 +107,7 @@ class DoctorReport:
                 f"no .pth hook file ({why}), so worker processes do not load the fix: run "
                 "`trtllm-stream-fix plugin install-pth`"
             )
-        bad = [
-            c
-            for c in self.checks
-            if c.status not in ("ok", "not-loaded")
-            and not (c.status == "missing" and c.target.optional)
-        ]
+        bad = self.misfits()
         if bad:
             out.append(
                 f"{len(bad)} patch target(s) do not have the expected shape (see above): this "
@@ -124,6 +135,7 @@ class DoctorReport:
             lines.append(
                 f"refused: patch group {group!r} left unpatched (all or nothing): {detail}"
             )
+        lines += [f"optional: {line}" for line in self.off_groups()]
         lines.append(f"fix active in this interpreter: {'yes' if self.active_here else 'no'}")
         worker = self.worker
         state = "yes" if worker.get("active") else "no"
@@ -214,7 +226,7 @@ def doctor_report(
         pth_files=[str(p) for p in installed_pth_paths()],
         hook_registered=hook_enabled(),
         upstream_importable=importable,
-        checks=[targets.check(t) for t in targets.ALL_TARGETS] if importable else [],
+        checks=[targets.check(t) for t in registry.all_targets()] if importable else [],
         active_here=importable and is_active(),
         editable=is_editable(),
         refusals=last_refusals(),
@@ -274,5 +286,5 @@ def doctor_main(argv: list[str] | None = None) -> int:
     else:
         print(report.to_text())
         if args.ledger:
-            print("\npatch ledger:\n" + ledger.format_ledger())
+            print("\npatch ledger:\n" + registry.format_ledger())
     return 0 if report.ok or (args.no_spawn and report.active_here) else 1

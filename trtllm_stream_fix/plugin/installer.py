@@ -1,17 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Apply and remove the patches of the ledger, gated on the recorded target shapes.
+"""Apply and remove the patches of the registry (``registry.py``), gated on target shapes.
 
-``install()`` is idempotent and per process: it patches every patch set whose module has
+``install()`` is idempotent and per process: it patches every group whose modules have
 finished importing, and can be called again when another module loads (the import hook
-does). Patch sets that must agree form a group (``responses``: the streaming processor, the
-non-streaming mapper, the stream guard, the input channels and the Chat Completions
-post-processors; ``response``: the complete Response model, alone; ``usage``: the
-non-streaming Harmony usage, alone): if any target of any
-set in a group does not match the recorded shapes, the whole group is refused (what a module
-loaded earlier had patched is taken back), with one log line per mismatch naming the target,
-the expected and the found shape; upstream is left untouched. ``last_refusals()`` keeps the
-reasons for ``doctor``. ``uninstall()`` restores exactly what ``install()`` replaced,
-and only where our replacement is still in place.
+does). The patches of a group are applied or refused together: if any target of a present
+patch of the group is missing or does not fit (``targets.check``: a recorded shape, or a
+compatible drift), the whole group is refused (what a module loaded earlier had patched is
+taken back), with one log line per misfit naming the target, what changed, the expected and
+the found shape; upstream is left untouched. An optional patch whose target this version
+lacks is ``absent``, the rest of its group installs. Groups are independent of one another.
+``last_refusals()`` and ``group_states()`` keep the outcome for ``doctor`` and the self-test.
+``uninstall()`` restores exactly what ``install()`` replaced, and only where our replacement
+is still in place.
 
 ``TRTLLM_STREAM_FIX``: ``0``/``off``/``false``/``no`` disables the fix (install patches
 nothing); ``require`` makes any refusal or error fatal (``StreamFixInstallError``);
@@ -24,12 +24,11 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from . import ledger, targets
-from .targets import OPENAI_SERVER, POSTPROCESS_HANDLERS, RESPONSES_UTILS, Target
+from . import registry, targets
+from .registry import Patch
 
 logger = logging.getLogger("trtllm_stream_fix.plugin")
 
@@ -69,136 +68,13 @@ class Report:
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
-class _Binding:
-    module: str
-    attr: str
-    replacement: Callable[[Any], Any]  # original -> replacement
-
-    @property
-    def dotted(self) -> str:
-        return f"{self.module}.{self.attr}"
-
-
-@dataclass(frozen=True)
-class _PatchSet:
-    name: str
-    checks: tuple[Target, ...]
-    bindings: tuple[_Binding, ...]
-    group: str = "responses"  # sets of one group are applied or refused together
-    optional: bool = False  # a version without the first target has nothing to patch here
-
-
 @dataclass
 class _Applied:
-    binding: _Binding
+    patch: Patch
+    dotted: str
     original: Any
     replacement: Any
 
-
-def _processor_class(original: Any) -> Any:
-    from .processor import FixedResponsesStreamingProcessor
-
-    return FixedResponsesStreamingProcessor
-
-
-def _output_content(original: Any) -> Any:
-    from .replacements import create_output_content_harmony
-
-    return create_output_content_harmony(original)
-
-
-def _parse_input(original: Any) -> Any:
-    from .replacements import parse_response_input
-
-    return parse_response_input(original)
-
-
-def _guard(original: Any) -> Any:
-    from .replacements import guard_responses_stream
-
-    return guard_responses_stream(original)
-
-
-def _response_model(original: Any) -> Any:
-    from .response_model import CompleteResponsesResponse
-
-    return CompleteResponsesResponse
-
-
-def _create_response(original: Any) -> Any:
-    from .replacements import create_response
-
-    return create_response(original)
-
-
-def _chat_streaming(original: Any) -> Any:
-    from .chat import chat_harmony_streaming_post_processor
-
-    return chat_harmony_streaming_post_processor
-
-
-def _chat_nonstreaming(original: Any) -> Any:
-    from .chat import chat_harmony_post_processor
-
-    return chat_harmony_post_processor
-
-
-PATCH_SETS: tuple[_PatchSet, ...] = (
-    _PatchSet(
-        ledger.STREAMING,
-        (*targets.PROCESSOR_TARGETS, targets.SERVER_BINDING),
-        (
-            _Binding(RESPONSES_UTILS, "ResponsesStreamingProcessor", _processor_class),
-            _Binding(OPENAI_SERVER, "ResponsesStreamingProcessor", _processor_class),
-        ),
-    ),
-    _PatchSet(
-        ledger.NONSTREAMING,
-        (targets.OUTPUT_CONTENT, targets.PARSE_OUTPUT_TOKENS),
-        (_Binding(RESPONSES_UTILS, "_create_output_content_harmony", _output_content),),
-    ),
-    _PatchSet(
-        ledger.GUARD,
-        (targets.GUARD, targets.SERVER_GUARD_BINDING),
-        (
-            _Binding(RESPONSES_UTILS, "guard_responses_stream", _guard),
-            _Binding(OPENAI_SERVER, "guard_responses_stream", _guard),
-        ),
-        optional=True,  # versions before the guard have no guard to fix
-    ),
-    _PatchSet(
-        ledger.INPUT,
-        (targets.PARSE_INPUT,),
-        (_Binding(RESPONSES_UTILS, "_parse_response_input", _parse_input),),
-    ),
-    _PatchSet(
-        ledger.RESPONSE,
-        (targets.RESPONSE_MODEL, targets.RESPONSE_FROM_REQUEST),
-        (_Binding(RESPONSES_UTILS, "ResponsesResponse", _response_model),),
-        group="response",  # independent of the event fix: refused alone if it mismatches
-    ),
-    _PatchSet(
-        ledger.CHAT,
-        targets.CHAT_TARGETS,
-        (
-            _Binding(
-                POSTPROCESS_HANDLERS, "chat_harmony_streaming_post_processor", _chat_streaming
-            ),
-            _Binding(POSTPROCESS_HANDLERS, "chat_harmony_post_processor", _chat_nonstreaming),
-            _Binding(OPENAI_SERVER, "chat_harmony_streaming_post_processor", _chat_streaming),
-            _Binding(OPENAI_SERVER, "chat_harmony_post_processor", _chat_nonstreaming),
-        ),
-        optional=True,  # versions without Harmony chat post-processors
-    ),
-    _PatchSet(
-        ledger.USAGE,
-        (targets.CREATE_RESPONSE,),
-        (_Binding(RESPONSES_UTILS, "_create_response", _create_response),),
-        group="usage",  # independent of the event fix: refused alone if it mismatches
-        optional=True,  # a version without _create_response has nothing to patch here
-    ),
-)
 
 _lock = threading.RLock()
 _applied: dict[str, _Applied] = {}
@@ -227,12 +103,12 @@ def install(*, mode: Mode | None = None) -> Report:
     mode = mode or mode_from_env()
     report = Report(mode)
     if mode == "off":
-        report.outcomes = [Outcome(e.target, "disabled", f"{ENV}=0") for e in ledger.LEDGER]
+        report.outcomes = [Outcome(b, "disabled", f"{ENV}=0") for b in registry.bindings()]
         return report
     _ensure_visible()
     with _lock:
-        for group in dict.fromkeys(s.group for s in PATCH_SETS):
-            report.outcomes += _install_group([s for s in PATCH_SETS if s.group == group])
+        for group in registry.GROUPS:
+            report.outcomes += _install_group(group.name)
     for outcome in report.outcomes:
         if outcome.status == "patched":
             logger.info("patched %s (pid %d)", outcome.target, os.getpid())
@@ -247,99 +123,72 @@ def last_refusals() -> dict[str, str]:
         return dict(_refusals)
 
 
-def _install_group(sets: list[_PatchSet]) -> list[Outcome]:
-    """All sets of one group, or none of them (see the module docstring)."""
-    absent = [
-        s
-        for s in sets
-        if s.optional
-        and targets.loaded_module(s.checks[0].module) is not None
-        and targets.check(s.checks[0]).status == "missing"
+def _install_group(group: str) -> list[Outcome]:
+    """Every present patch of ``group``, or none of them (see the module docstring)."""
+    present = [p for p in registry.patches(group) if not _absent(p)]
+    outcomes = [
+        Outcome(b, "absent") for p in registry.patches(group) if p not in present for b in p.bindings
     ]
-    sets = [s for s in sets if s not in absent]
-    skipped = [Outcome(b.dotted, "absent") for s in absent for b in s.bindings]
-    if not sets:
-        return skipped
-    bindings = [b for s in sets for b in s.bindings]
-    pending = [b for b in bindings if b.dotted not in _applied]
-    if pending and targets.loaded_module(sets[0].bindings[0].module) is not None:
-        bad = [
-            (s.name, c)
-            for s in sets
-            for c in (targets.check(t) for t in s.checks)
-            if c.status in ("missing", "mismatch")
-        ]
-        _refusals.pop(sets[0].group, None)
-        if bad:
-            for set_name, c in bad:
-                logger.warning(
-                    "not patching group %r: %s (patch set %r) %s; expected %s, found %s; "
-                    "upstream left untouched",
-                    sets[0].group,
-                    c.target.dotted,
-                    set_name,
-                    c.status,
-                    c.target.expected(),
-                    c.found,
-                )
-            detail = "; ".join(c.describe() for _, c in bad)
-            _refusals[sets[0].group] = detail
-            # A module of the group that loaded later (postprocess_handlers after
-            # responses_utils) can refuse it: take back what was applied, all or nothing.
-            for binding in bindings:
-                if binding.dotted in _applied:
-                    _restore(_applied.pop(binding.dotted))
-            return skipped + [Outcome(b.dotted, "refused", detail) for b in bindings]
-    return skipped + [o for s in sets for o in _install_set(s)]
-
-
-def _install_set(patch_set: _PatchSet) -> list[Outcome]:
-    pending = [b for b in patch_set.bindings if b.dotted not in _applied]
-    if not pending:
-        return [Outcome(b.dotted, "already") for b in patch_set.bindings]
-    if targets.loaded_module(patch_set.bindings[0].module) is None:
-        return [Outcome(b.dotted, "not-loaded") for b in patch_set.bindings]
-    outcomes = []
-    for binding in patch_set.bindings:
-        if binding.dotted in _applied:
-            outcomes.append(Outcome(binding.dotted, "already"))
-            continue
-        module = targets.loaded_module(binding.module)
-        if module is None:
-            outcomes.append(Outcome(binding.dotted, "not-loaded"))
-            continue
-        try:
-            outcomes.append(_apply(module, binding))
-        except Exception as exc:
-            logger.exception("could not patch %s", binding.dotted)
-            outcomes.append(Outcome(binding.dotted, "error", f"{type(exc).__name__}: {exc}"))
-    return outcomes
-
-
-def _apply(module: Any, binding: _Binding) -> Outcome:
-    current = module.__dict__[binding.attr]
-    if getattr(current, "__trtllm_stream_fix__", False):
-        # Bound to ours through an import of an already patched name (openai_server).
-        original = (
-            targets.upstream_class(current)
-            if isinstance(current, type)
-            else (targets.unwrap(current))
+    checks = [targets.check(t) for p in present for t in p.all_checks]
+    bad = [c for c in checks if c.status in ("missing", "mismatch")]
+    _refusals.pop(group, None)
+    if not bad:
+        return outcomes + [_install_binding(p, b) for p in present for b in p.bindings]
+    for c in bad:
+        logger.warning(
+            "not patching group %r: %s %s%s; expected %s, found %s; upstream left untouched",
+            group,
+            c.target.dotted,
+            c.status,
+            f" ({c.why})" if c.why else "",
+            c.target.expected(),
+            c.found,
         )
-        _applied[binding.dotted] = _Applied(binding, original, current)
-        return Outcome(binding.dotted, "already", "bound at import")
-    replacement = binding.replacement(current)
-    setattr(module, binding.attr, replacement)
-    _applied[binding.dotted] = _Applied(binding, current, replacement)
-    return Outcome(binding.dotted, "patched")
+    _refusals[group] = detail = "; ".join(c.describe() for c in bad)
+    # A module of the group that loaded later (openai_server after responses_utils) can
+    # refuse it: take back what was applied, all or nothing.
+    for dotted in (b for p in present for b in p.bindings if b in _applied):
+        _restore(_applied.pop(dotted))
+    return outcomes + [Outcome(b, "refused", detail) for p in present for b in p.bindings]
+
+
+def _absent(patch: Patch) -> bool:
+    """An optional patch whose target this (loaded) version does not have."""
+    return patch.optional and targets.check(patch.checks[0]).status == "missing"
+
+
+def _install_binding(patch: Patch, dotted: str) -> Outcome:
+    if dotted in _applied:
+        return Outcome(dotted, "already")
+    module_name, attr = dotted.rsplit(".", 1)
+    module = targets.loaded_module(module_name)
+    if module is None or targets.loaded_module(patch.module) is None:
+        return Outcome(dotted, "not-loaded")
+    try:
+        current = module.__dict__[attr]
+        if getattr(current, "__trtllm_stream_fix__", False):
+            # Bound to ours through an import of an already patched name (openai_server).
+            original = targets.unwrap(targets.upstream_class(current))
+            _applied[dotted] = _Applied(patch, dotted, original, current)
+            return Outcome(dotted, "already", "bound at import")
+        primary = _applied.get(patch.target)
+        replacement = primary.replacement if primary else patch.replacement_for(current)
+        setattr(module, attr, replacement)
+        _applied[dotted] = _Applied(patch, dotted, current, replacement)
+        return Outcome(dotted, "patched")
+    except Exception as exc:
+        logger.exception("could not patch %s", dotted)
+        return Outcome(dotted, "error", f"{type(exc).__name__}: {exc}")
 
 
 def _restore(applied: _Applied) -> bool:
     """Put ``applied``'s original back if our replacement is still bound; True if it was."""
-    module = sys.modules.get(applied.binding.module)
-    current = None if module is None else module.__dict__.get(applied.binding.attr)
+    module_name, attr = applied.dotted.rsplit(".", 1)
+    module = sys.modules.get(module_name)
+    current = None if module is None else module.__dict__.get(attr)
     if module is None or current is not applied.replacement:
         return False
-    setattr(module, applied.binding.attr, applied.original)
+    setattr(module, attr, applied.original)
     return True
 
 
@@ -359,15 +208,31 @@ def uninstall() -> Report:
 
 def is_active() -> bool:
     """Whether the streaming fix is in place in this interpreter."""
+    processor = registry.patch("processor")
     with _lock:
-        return (
-            all(
-                f"{b.module}.{b.attr}" in _applied
-                for b in PATCH_SETS[0].bindings
-                if targets.loaded_module(b.module) is not None
-            )
-            and f"{RESPONSES_UTILS}.ResponsesStreamingProcessor" in _applied
+        return processor.target in _applied and all(
+            b in _applied
+            for b in processor.bindings
+            if targets.loaded_module(b.rsplit(".", 1)[0]) is not None
         )
+
+
+def group_states() -> dict[str, str]:
+    """Per group: ``installed``, ``refused`` (by the last ``install()``), ``absent`` (nothing
+    to patch on this version) or ``not-loaded``."""
+    with _lock:
+        out = {}
+        for group in registry.GROUPS:
+            bindings = [b for p in registry.patches(group.name) for b in p.bindings]
+            if group.name in _refusals:
+                out[group.name] = "refused"
+            elif any(b in _applied for b in bindings):
+                out[group.name] = "installed"
+            elif all(_absent(p) for p in registry.patches(group.name)):
+                out[group.name] = "absent"
+            else:
+                out[group.name] = "not-loaded"
+        return out
 
 
 def applied_targets() -> list[str]:

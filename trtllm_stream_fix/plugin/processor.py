@@ -63,14 +63,14 @@ class FixedResponsesStreamingProcessor(_UpstreamProcessor):
 
     # -- upstream interface ---------------------------------------------------------------
 
-    def get_initial_responses(self) -> list[str]:
+    def get_initial_responses(self, *args: Any, **kwargs: Any) -> list[str]:
         if not self.use_harmony:
-            return super().get_initial_responses()
+            return super().get_initial_responses(*args, **kwargs)
         return self._fix_stream.initial_responses(self)
 
-    def process_single_output(self, res: Any) -> list[str]:
+    def process_single_output(self, res: Any, *args: Any, **kwargs: Any) -> list[str]:
         if not self.use_harmony:
-            return super().process_single_output(res)
+            return super().process_single_output(res, *args, **kwargs)
         return self._fix_stream.process_output(self, res)
 
     def get_final_response_non_store(self, final_res: Any, *args: Any, **kwargs: Any) -> str:

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Function replacements for ``tensorrt_llm.serve.responses_utils`` (ledger entries 3-6, 12).
+"""Function replacements for ``tensorrt_llm.serve.responses_utils`` (``registry.PATCHES``).
 
 Each factory takes upstream's function and returns a wrapper that keeps it as
 ``__wrapped__`` and carries the ``__trtllm_stream_fix__`` marker, so uninstall and the
@@ -46,7 +46,9 @@ def create_output_content_harmony(
     """
     config = StreamConfig.from_env(os.environ) if config is None else config
 
-    def _create_output_content_harmony(final_res: Any) -> tuple[list[Any], list[Any]]:
+    def _create_output_content_harmony(
+        final_res: Any, *args: Any, **kwargs: Any
+    ) -> tuple[list[Any], list[Any]]:
         output = final_res.outputs[0]
         return harmony_output_content(
             output.token_ids, output.finish_reason, harmony_messages, config

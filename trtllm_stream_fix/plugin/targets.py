@@ -1,49 +1,27 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Recorded shapes of every patch target, and the checks that compare them with what is loaded.
+"""Shape matching: does a loaded (or parsed) upstream object still fit the plugin's patch?
 
 A shape is the parameter list of a callable, normalised to names plus markers: ``=`` for a
 parameter with a default, ``*``/``**`` for variadics (annotations and default values are
-ignored). A target passes when the loaded object matches any shape recorded for an upstream
-version. Attributes of classes are resolved through the MRO from ``vars(cls)``, so a method
-moved into a base class is still found and nothing is bound by ``getattr``.
+ignored). The recorded shapes of every target, per upstream version line, are data in
+``registry.py``; this module only compares.
 
-Upstream versions the shapes were recorded from (NVIDIA/TensorRT-LLM,
-``tensorrt_llm/serve/responses_utils.py``):
+A found shape that equals a recorded one matches that version line (``ok``). One that equals
+none is still ``compatible`` when nothing the replacement relies on changed (upstream adds or
+drops optional parameters between lines; the replacements forward what they do not read):
 
-* ``early-2026``: the first version with ``ResponsesStreamingProcessor`` (74.5k characters);
-  the final-response methods take only ``final_res``;
-* ``271a1eda``: commit 271a1edadcfa14c29b9fe4396b2cbee66b812b05 (primary reference);
-* ``terminal-event``: code-index id 71053574395 (commit not exposed; 180,040 characters),
-  whose final-response methods return ``_stream_terminal_event(...)``;
-* ``993c0eec``: commit 993c0eec9327a503caebf2ba8b733ec20a0fbc40 (divergent lineage):
-  ``get_final_response(self, final_res, num_prompt_tokens=None)`` has no ``tokenizer`` and
-  ``guard_responses_stream(stream, terminal_events)`` no ``on_termination``.
+* every parameter the replacement reads (``Target.reads``; default: the required parameters
+  every recorded shape shares) is there, at its recorded position unless the replacement
+  binds by name; a read parameter some recorded line lacks may be absent, if no other
+  parameter took its position;
+* no parameter without a default is new (neither the replacement nor upstream's callers as
+  recorded supply it);
+* the kind is the same (a coroutine stays a coroutine, a class a class) and so is the head
+  of the return annotation when the target records one and the code has one.
 
-Every shape below was read from those files (docs/real-upstream.md lists them with sha256).
-
-Chat Completions targets (``tensorrt_llm/serve/postprocess_handlers.py``, the post-processors
-``openai_server.chat_harmony`` hands every engine response to, also bound in
-``openai_server``), recorded from:
-
-* ``harmony-38134b13``: the postprocess_handlers of the harmony_adapter 38134b13 line (code-index
-  id 45575800, 19,020 characters; its helpers take no ``first_iteration``/``stream_options``);
-* ``01bf1923``: commit 01bf19231d29d8f0766e31c117d1cf39ed00d3d5 (the newer line, paired with
-  271a1eda), whose helpers take ``first_iteration=``, ``stream_options=`` and stream ids.
-
-Both lines call the post-processors as ``(rsp, args)``.
-
-``ResponsesResponse`` (``tensorrt_llm/serve/openai_protocol.py``, imported by name into
-``responses_utils``) and its ``from_request`` classmethod, recorded from ``0076e939`` (commit
-0076e9390e1ed11515f149eec356f5a03f4a00d8, code-index id 71075524054) and ``18643ffd`` (commit
-18643ffda86feb241b3cf8896657595e48a6a1b6), the openai_protocol versions paired with the
-responses_utils lines above (docs/real-upstream.md names the pairing).
-
-``_create_response`` (the builder of every non-streaming body and stored response, called as
-``_create_response(final_res=..., use_harmony=..., ...)`` by ``create_response`` and
-``create_response_non_store``) was recorded from the 271a1eda, terminal-event and 993c0eec
-files (993c0eec names its streamed calls ``streamed_tool_calls``); the early-2026 file was
-not read, so the target is optional (it does not decide a version line) and a
-``_create_response`` of another shape refuses the usage patch alone.
+Anything else is a ``mismatch`` naming what changed. Attributes of classes are resolved
+through the MRO from ``vars(cls)``, so a method moved into a base class is still found and
+nothing is bound by ``getattr``.
 """
 
 from __future__ import annotations
@@ -58,17 +36,45 @@ OPENAI_SERVER = "tensorrt_llm.serve.openai_server"
 POSTPROCESS_HANDLERS = "tensorrt_llm.serve.postprocess_handlers"
 OPENAI_PROTOCOL = "tensorrt_llm.serve.openai_protocol"
 
-Status = Literal["ok", "missing", "mismatch", "not-loaded"]
+Status = Literal["ok", "compatible", "missing", "mismatch", "not-loaded"]
+Kind = Literal["callable", "class", "coroutine", "binding"]
 
-_PROCESSOR_INIT = (
-    "self, request, sampling_params, model_name, create_time=, conversation_store=, "
-    "enable_store=, use_harmony=, reasoning_parser=, tool_parser="
-)
-_FINAL_OLD = "self, final_res"
-_FINAL_NEW = "self, final_res, num_prompt_tokens=, tokenizer="
-_FINAL_NO_TOKENIZER = "self, final_res, num_prompt_tokens="
-_ALL = ("early-2026", "271a1eda", "terminal-event", "993c0eec")
-_LATE = ("271a1eda", "terminal-event", "993c0eec")
+
+@dataclass(frozen=True)
+class Shape:
+    """A parameter list as recorded from the files of some upstream version lines."""
+
+    lines: tuple[str, ...]
+    params: str
+
+
+def shape(*lines: str, params: str) -> Shape:
+    return Shape(lines, params)
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: bool
+    star: str  # "", "*" or "**"
+
+
+def parse(params: str) -> list[Param]:
+    """``"self, res, x=, *a, **k"`` as a list of :class:`Param`."""
+    out = []
+    for part in filter(None, (p.strip() for p in params.split(","))):
+        star = "**" if part.startswith("**") else "*" if part.startswith("*") else ""
+        out.append(Param(part[len(star) :].rstrip("="), part.endswith("="), star))
+    return out
+
+
+def _positional(params: list[Param]) -> list[str]:
+    names = []
+    for param in params:
+        if param.star:
+            break
+        names.append(param.name)
+    return names
 
 
 @dataclass(frozen=True)
@@ -77,21 +83,39 @@ class Target:
 
     module: str
     path: str
-    shapes: tuple[tuple[str, str], ...] = ()  # (upstream version(s), shape); empty = any
-    kind: Literal["callable", "class", "coroutine", "binding"] = "callable"
+    shapes: tuple[Shape, ...] = ()  # empty: any callable
+    kind: Kind = "callable"
     optional: bool = False  # absent on some versions (nothing to patch there)
+    reads: tuple[str, ...] | None = None  # None: the required parameters all shapes share
+    by_name: bool = False  # the replacement binds calls by name: positions do not matter
+    returns: str | None = None  # head of the return annotation ("tuple"), when annotated
+    source: str = ""  # a binding: the module whose object it must be
 
     @property
     def dotted(self) -> str:
         return f"{self.module}.{self.path}"
 
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """Every version line a shape was recorded from."""
+        return tuple(dict.fromkeys(line for s in self.shapes for line in s.lines))
+
+    def needed(self) -> tuple[str, ...]:
+        if self.reads is not None:
+            return self.reads
+        required = [
+            {p.name for p in parse(s.params) if not p.default and not p.star} for s in self.shapes
+        ]
+        first = parse(self.shapes[0].params) if self.shapes else []
+        return tuple(p.name for p in first if required and all(p.name in r for r in required))
+
     def expected(self) -> str:
         if self.kind == "class":
             return "a class"
         if self.kind == "binding":
-            return f"the object {RESPONSES_UTILS}.{self.path}"
-        shapes = sorted({shape for _, shape in self.shapes})
-        text = " | ".join(f"({shape})" for shape in shapes) or "a callable"
+            return f"the object {self.source}.{self.path}"
+        text = " | ".join(f"({s})" for s in sorted({s.params for s in self.shapes}))
+        text = text or "a callable"
         return f"async {text}" if self.kind == "coroutine" else text
 
 
@@ -100,143 +124,84 @@ class TargetCheck:
     target: Target
     status: Status
     found: str
-    version: str | None = None  # which recorded version the shape matched
+    version: str | None = None  # recorded version lines the shape matched ("ok")
+    why: str = ""  # what changed ("mismatch"), or what drifted ("compatible")
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        return self.status in ("ok", "compatible")
 
     def describe(self) -> str:
+        name = self.target.dotted
         if self.status == "ok":
-            return f"{self.target.dotted}: ok ({self.found}; matches {self.version})"
+            return f"{name}: ok ({self.found}; matches {self.version})"
+        if self.status == "compatible":
+            return f"{name}: compatible ({self.found}; {self.why})"
         if self.status == "not-loaded":
-            return f"{self.target.dotted}: module not imported yet"
-        return (
-            f"{self.target.dotted}: {self.status}; expected {self.target.expected()}, "
-            f"found {self.found}"
-        )
+            return f"{name}: module not imported yet"
+        why = f" ({self.why})" if self.why else ""
+        return f"{name}: {self.status}{why}; expected {self.target.expected()}, found {self.found}"
 
 
-def _shape(*versions: str, shape: str) -> tuple[str, str]:
-    return (", ".join(versions), shape)
+def return_head(annotation: Any) -> str | None:
+    """``tuple`` for ``Tuple[A, B]``, ``tuple[A, B]`` or ``"typing.Tuple[...]"``; None if absent."""
+    if annotation is None or annotation is inspect.Signature.empty:
+        return None
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__qualname__", "")
+    text = text if isinstance(annotation, str) or text else str(annotation)
+    return text.split("[", 1)[0].strip().rsplit(".", 1)[-1].lower() or None
 
 
-def _method(name: str, *shapes: tuple[str, str], kind: Any = "callable") -> Target:
-    return Target(RESPONSES_UTILS, f"ResponsesStreamingProcessor.{name}", shapes, kind)
+def judge(target: Target, found: str, *, is_async: bool, returns: str | None) -> TargetCheck:
+    """Compare a callable's shape with ``target``'s recorded shapes (see the module doc)."""
+    shown = f"({found})"
+    if target.kind == "coroutine" and not is_async:
+        return TargetCheck(target, "mismatch", f"sync {shown}", why="no longer a coroutine")
+    if target.returns and returns and returns != target.returns:
+        why = f"returns {returns}, not {target.returns}"
+        return TargetCheck(target, "mismatch", shown, why=why)
+    matched = [line for s in target.shapes if s.params == found for line in s.lines]
+    if matched or not target.shapes:
+        return TargetCheck(target, "ok", shown, ", ".join(matched) or "any")
+    problem = drift_problem(target, found)
+    if problem:
+        return TargetCheck(target, "mismatch", shown, why=problem)
+    return TargetCheck(target, "compatible", shown, why=f"{drift(target, found)}; no recorded line")
 
 
-PROCESSOR_CLASS = Target(RESPONSES_UTILS, "ResponsesStreamingProcessor", kind="class")
-PROCESSOR_TARGETS: tuple[Target, ...] = (
-    PROCESSOR_CLASS,
-    _method("__init__", _shape(*_ALL, shape=_PROCESSOR_INIT)),
-    _method("process_single_output", _shape(*_ALL, shape="self, res")),
-    _method("get_initial_responses", _shape(*_ALL, shape="self")),
-    _method("_send_event", _shape(*_ALL, shape="self, event")),
-    _method(
-        "get_final_response_non_store",
-        _shape("early-2026", shape=_FINAL_OLD),
-        _shape(*_LATE, shape=_FINAL_NEW),
-    ),
-    _method(
-        "get_final_response",
-        _shape("early-2026", shape=_FINAL_OLD),
-        _shape("271a1eda", "terminal-event", shape=_FINAL_NEW),
-        _shape("993c0eec", shape=_FINAL_NO_TOKENIZER),
-        kind="coroutine",
-    ),
-)
-SERVER_BINDING = Target(OPENAI_SERVER, "ResponsesStreamingProcessor", kind="binding")
-GUARD = Target(
-    RESPONSES_UTILS,
-    "guard_responses_stream",
-    (
-        _shape("271a1eda", "terminal-event", shape="stream, terminal_events, on_termination="),
-        _shape("993c0eec", shape="stream, terminal_events"),
-    ),
-    optional=True,
-)
-SERVER_GUARD_BINDING = Target(
-    OPENAI_SERVER, "guard_responses_stream", kind="binding", optional=True
-)
-OUTPUT_CONTENT = Target(
-    RESPONSES_UTILS, "_create_output_content_harmony", (_shape(*_ALL, shape="final_res"),)
-)
-PARSE_OUTPUT_TOKENS = Target(
-    RESPONSES_UTILS, "_parse_output_tokens", (_shape(*_ALL, shape="tokens"),)
-)
-PARSE_INPUT = Target(
-    RESPONSES_UTILS,
-    "_parse_response_input",
-    (_shape(*_ALL, shape="input_msg, prev_responses"),),
-)
-_CREATE_RESPONSE = (
-    "final_res, use_harmony, request, model_name, response_creation_time, sampling_params, "
-    "reasoning_parser=, tool_parser=, num_prompt_tokens=, {streamed}=, streamed_item_ids=, "
-    "tokenizer="
-)
-_CALL_IDS = "streamed_tool_call_ids"
-CREATE_RESPONSE = Target(
-    RESPONSES_UTILS,
-    "_create_response",
-    (
-        _shape("271a1eda", "terminal-event", shape=_CREATE_RESPONSE.format(streamed=_CALL_IDS)),
-        _shape("993c0eec", shape=_CREATE_RESPONSE.format(streamed="streamed_tool_calls")),
-    ),
-    optional=True,  # no shape recorded for early-2026: it constrains no version line there
-)
-# Checked where the class is defined (responses_utils imports it by name; the plugin rebinds
-# that name), so the version line of responses_utils.py alone is detected without it.
-RESPONSE_MODEL = Target(OPENAI_PROTOCOL, "ResponsesResponse", kind="class")
-RESPONSE_FROM_REQUEST = Target(
-    OPENAI_PROTOCOL,
-    "ResponsesResponse.from_request",
-    (
-        _shape(
-            "0076e939",
-            "18643ffd",
-            shape="cls, request, sampling_params, model_name, created_time, output, status, usage=",
-        ),
-    ),
-)
-_CHAT_LINES = ("harmony-38134b13", "01bf1923")
-CHAT_STREAMING = Target(
-    POSTPROCESS_HANDLERS,
-    "chat_harmony_streaming_post_processor",
-    (_shape(*_CHAT_LINES, shape="rsp, args"),),
-    optional=True,  # a version without Harmony chat post-processors has nothing to patch
-)
-CHAT_NONSTREAMING = Target(
-    POSTPROCESS_HANDLERS, "chat_harmony_post_processor", (_shape(*_CHAT_LINES, shape="rsp, args"),)
-)
-CHAT_ARGS = Target(POSTPROCESS_HANDLERS, "ChatCompletionPostprocArgs", kind="class")
-SERVER_CHAT_STREAMING = Target(
-    OPENAI_SERVER,
-    "chat_harmony_streaming_post_processor",
-    (_shape(*_CHAT_LINES, shape="rsp, args"),),
-)
-SERVER_CHAT_NONSTREAMING = Target(
-    OPENAI_SERVER, "chat_harmony_post_processor", (_shape(*_CHAT_LINES, shape="rsp, args"),)
-)
-CHAT_TARGETS: tuple[Target, ...] = (
-    CHAT_STREAMING,
-    CHAT_NONSTREAMING,
-    CHAT_ARGS,
-    SERVER_CHAT_STREAMING,
-    SERVER_CHAT_NONSTREAMING,
-)
-ALL_TARGETS: tuple[Target, ...] = (
-    *PROCESSOR_TARGETS,
-    SERVER_BINDING,
-    GUARD,
-    SERVER_GUARD_BINDING,
-    OUTPUT_CONTENT,
-    PARSE_OUTPUT_TOKENS,
-    PARSE_INPUT,
-    RESPONSE_MODEL,
-    RESPONSE_FROM_REQUEST,
-    CREATE_RESPONSE,
-    *CHAT_TARGETS,
-)
+def drift_problem(target: Target, found: str) -> str | None:
+    """What changed that the replacement cannot absorb, or None."""
+    have = parse(found)
+    positional = _positional(have)
+    recorded = [parse(s.params) for s in target.shapes]
+    for name in target.needed():
+        where = {_positional(ps).index(name) for ps in recorded if name in _positional(ps)}
+        if any(p.name == name for p in have):
+            if where and not target.by_name and name in positional:
+                if positional.index(name) not in where:
+                    return f"{name!r} moved to position {positional.index(name)}"
+            elif where and not target.by_name:
+                return f"{name!r} is no longer positional"
+            continue
+        if all(any(p.name == name for p in ps) for ps in recorded):
+            return f"no parameter {name!r}"
+        if where and not target.by_name and len(positional) > min(where):
+            return f"{name!r} is gone and position {min(where)} holds {positional[min(where)]!r}"
+    known = {p.name for ps in recorded for p in ps}
+    new = [p.name for p in have if not p.star and not p.default and p.name not in known]
+    if new:
+        return f"new required parameter {new[0]!r}"
+    return None
+
+
+def drift(target: Target, found: str) -> str:
+    """How ``found`` differs from the nearest recorded shape (a short phrase)."""
+    names = {p.name for p in parse(found)}
+    best = min(target.shapes, key=lambda s: len(names ^ {p.name for p in parse(s.params)}))
+    recorded = {p.name for p in parse(best.params)}
+    parts = [f"+{n}" for n in (p.name for p in parse(found)) if n not in recorded]
+    parts += [f"-{p.name}" for p in parse(best.params) if p.name not in names]
+    return f"{' '.join(parts) or 'reordered'} against {', '.join(best.lines)}"
 
 
 def shape_of(func: Any) -> str:
@@ -308,7 +273,10 @@ def check(target: Target) -> TargetCheck:
         return TargetCheck(target, "missing", f"no attribute {exc.args[0]!r}")
     if target.kind == "binding":
         ours = unwrap(upstream_class(obj))
-        original = sys.modules[RESPONSES_UTILS].__dict__.get(target.path)
+        source = loaded_module(target.source)
+        if source is None:
+            return TargetCheck(target, "not-loaded", "module not imported")
+        original = source.__dict__.get(target.path)
         if ours is not None and ours is unwrap(upstream_class(original)):
             return TargetCheck(target, "ok", f"{ours.__module__}.{ours.__qualname__}", "any")
         return TargetCheck(target, "mismatch", repr(obj))
@@ -321,11 +289,7 @@ def check(target: Target) -> TargetCheck:
         return TargetCheck(target, "mismatch", f"non-callable {type(func).__name__}")
     try:
         found = shape_of(func)
+        returns = return_head(inspect.signature(func).return_annotation)
     except (TypeError, ValueError):
         return TargetCheck(target, "mismatch", "a callable without a signature")
-    if target.kind == "coroutine" and not inspect.iscoroutinefunction(func):
-        return TargetCheck(target, "mismatch", f"sync ({found})")
-    for versions, shape in target.shapes:
-        if shape == found:
-            return TargetCheck(target, "ok", f"({found})", versions)
-    return TargetCheck(target, "mismatch", f"({found})")
+    return judge(target, found, is_async=inspect.iscoroutinefunction(func), returns=returns)

@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..plugin.ledger import LEDGER
+from ..plugin import registry
 from . import convert, edits, layout, lint
 from .detect import Detection, detect
 
@@ -152,13 +152,12 @@ def _new_files(year: int) -> dict[str, str]:
 
 
 def _uncarried(change: ChangeSet) -> list[str]:
-    chat = layout.POSTPROCESS_HANDLERS in change.modified
-    protocol = layout.OPENAI_PROTOCOL in change.modified
+    """Bindings of every patch the change set does not carry (``Patch.carried``)."""
     return [
-        e.target
-        for e in LEDGER
-        if (e.target not in edits.CARRIED and not (protocol and e.target == edits.PROTOCOL_TARGET))
-        or (not chat and e.target in edits.CHAT_CARRIED)
+        binding
+        for p in registry.PATCHES
+        if not p.carried or (p.carried_if and p.carried_if not in change.modified)
+        for binding in p.bindings
     ]
 
 

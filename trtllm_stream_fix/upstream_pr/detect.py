@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Which upstream version line a source tree is, from the plugin's recorded shapes.
 
-The targets of ``plugin/targets.py`` that live in ``responses_utils`` are looked up in the
-file's syntax tree (nothing is imported) and their parameter lists normalised exactly as
-``targets.shape_of`` does. The version line is the set of recorded versions every target
-agrees with.
+The registry's targets that live in ``responses_utils`` are looked up in the file's syntax
+tree (nothing is imported), their parameter lists normalised as ``targets.shape_of`` does and
+judged as ``targets.judge`` judges a loaded object. The version line is the set of recorded
+lines every target agrees with; a target of a compatible but unrecorded shape (``drift``)
+and an optional target the tree lacks constrain no line.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from ..plugin import targets
+from ..plugin import registry, targets
 
 Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
@@ -26,6 +27,11 @@ class TargetMatch:
     dotted: str
     found: str  # the shape in the tree, or what is missing
     versions: frozenset[str]  # recorded versions whose shape matches (empty: none)
+    drift: bool = False  # a compatible shape no line recorded (constrains no line)
+
+    def describe(self) -> str:
+        lines = ", ".join(sorted(self.versions)) or "no recorded line"
+        return f"{self.dotted} (found {self.found}) matches {lines}"
 
 
 @dataclass(frozen=True)
@@ -35,7 +41,9 @@ class Detection:
 
     @property
     def line(self) -> str:
-        return " | ".join(self.versions)
+        drift = [m.dotted.rsplit(".", 1)[-1] for m in self.matches if m.drift]
+        note = f" (unrecorded compatible shape: {', '.join(drift)})" if drift else ""
+        return " | ".join(self.versions) + note
 
 
 def ast_shape(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
@@ -73,63 +81,58 @@ def find_definition(tree: ast.Module, path: str) -> Definition | None:
     return node
 
 
-def _all_versions() -> set[str]:
-    return {
-        version.strip()
-        for target in targets.ALL_TARGETS
-        for versions, _ in target.shapes
-        for version in versions.split(",")
-    }
+def _universe() -> set[str]:
+    return {line for t in _relevant() for line in t.lines}
 
 
-def _unrecorded(target: targets.Target) -> set[str]:
-    """Versions an optional target records no shape for (it does not constrain them)."""
-    if not target.optional:
-        return set()
-    recorded = {v.strip() for versions, _ in target.shapes for v in versions.split(",")}
-    return _all_versions() - recorded
+def _relevant() -> list[targets.Target]:
+    return [
+        t
+        for t in registry.all_targets()
+        if t.module == targets.RESPONSES_UTILS and t.kind != "binding"
+    ]
 
 
 def _match(tree: ast.Module, target: targets.Target) -> TargetMatch:
     node = find_definition(tree, target.path)
+    everything = frozenset(_universe())
     if node is None:
-        absent = _all_versions() if target.optional else set()
-        return TargetMatch(target.dotted, "missing", frozenset(absent))
+        return TargetMatch(target.dotted, "missing", everything if target.optional else frozenset())
     if target.kind == "class":
-        ok = isinstance(node, ast.ClassDef)
         return TargetMatch(
-            target.dotted, "a class", frozenset(_all_versions()) if ok else frozenset()
+            target.dotted, "a class", everything if isinstance(node, ast.ClassDef) else frozenset()
         )
     if isinstance(node, ast.ClassDef):
         return TargetMatch(target.dotted, "a class", frozenset())
-    found = ast_shape(node)
-    if target.kind == "coroutine" and not isinstance(node, ast.AsyncFunctionDef):
-        return TargetMatch(target.dotted, f"sync ({found})", frozenset())
-    versions = {
-        version.strip()
-        for recorded, shape in target.shapes
-        if shape == found
-        for version in recorded.split(",")
-    }
-    if not target.shapes:
-        versions = _all_versions()
-    return TargetMatch(target.dotted, f"({found})", frozenset(versions | _unrecorded(target)))
+    returns = targets.return_head(ast.unparse(node.returns)) if node.returns else None
+    judged = targets.judge(
+        target,
+        ast_shape(node),
+        is_async=isinstance(node, ast.AsyncFunctionDef),
+        returns=returns,
+    )
+    if judged.status == "compatible":
+        return TargetMatch(target.dotted, f"{judged.found}; {judged.why}", everything, drift=True)
+    if judged.status != "ok":
+        why = f" ({judged.why})" if judged.why else ""
+        return TargetMatch(target.dotted, judged.found + why, frozenset())
+    lines = set(judged.version.split(", ")) if judged.version != "any" else set(everything)
+    if target.optional:  # lines it records no shape for: it does not constrain them
+        lines |= everything - set(target.lines)
+    return TargetMatch(target.dotted, judged.found, frozenset(lines))
 
 
 def detect(responses_utils_source: str) -> Detection:
-    """The version line of a ``responses_utils.py`` text; raises ``UnknownVersionError``."""
+    """The version line of a ``responses_utils.py`` text; raises ``UnknownVersionError``
+    naming every target and the lines each matched when they agree on none."""
     tree = ast.parse(responses_utils_source)
-    relevant = [
-        t
-        for t in targets.ALL_TARGETS
-        if t.module == targets.RESPONSES_UTILS and t.kind != "binding"
-    ]
-    matches = tuple(_match(tree, t) for t in relevant)
-    common = set(_all_versions())
+    matches = tuple(_match(tree, t) for t in _relevant())
+    common = _universe()
     for match in matches:
         common &= match.versions
     if not common:
-        misfits = [f"{m.dotted}: found {m.found}" for m in matches if not m.versions]
-        detail = "; ".join(misfits) or "the targets agree on no single version"
-        raise UnknownVersionError(f"no recorded upstream version line matches: {detail}")
+        raise UnknownVersionError(
+            "no recorded upstream version line matches: "
+            + "; ".join(m.describe() for m in matches if m.versions != _universe())
+        )
     return Detection(tuple(sorted(common)), matches)

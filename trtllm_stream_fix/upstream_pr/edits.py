@@ -32,6 +32,7 @@ import ast
 import re
 from dataclasses import dataclass
 
+from ..plugin import registry
 from .detect import find_definition
 from .layout import L0_ENTRY, PACKAGE
 
@@ -39,25 +40,6 @@ ALIAS = "harmony_processor"
 IMPORT_LINE = f"from {PACKAGE} import processor as {ALIAS}\n"
 PROCESSOR = "ResponsesStreamingProcessor"
 STREAM_ATTR = "_harmony_stream"
-# plugin targets each edit carries, by ledger target name
-CARRIED = {
-    "tensorrt_llm.serve.responses_utils.ResponsesStreamingProcessor": "processor methods",
-    "tensorrt_llm.serve.openai_server.ResponsesStreamingProcessor": "same class, no edit",
-    "tensorrt_llm.serve.responses_utils._create_output_content_harmony": "function body",
-    "tensorrt_llm.serve.responses_utils._parse_response_input": "decorator",
-    "tensorrt_llm.serve.responses_utils.guard_responses_stream": "terminal markers",
-    "tensorrt_llm.serve.openai_server.guard_responses_stream": "same function, no edit",
-    "tensorrt_llm.serve.postprocess_handlers.chat_harmony_streaming_post_processor": (
-        "function body"
-    ),
-    "tensorrt_llm.serve.postprocess_handlers.chat_harmony_post_processor": "function call",
-    "tensorrt_llm.serve.openai_server.chat_harmony_streaming_post_processor": (
-        "same function, no edit"
-    ),
-    "tensorrt_llm.serve.openai_server.chat_harmony_post_processor": "same function, no edit",
-}
-# carried only where the tree's postprocess_handlers.py takes the chat edit
-CHAT_CARRIED = frozenset(t for t in CARRIED if ".chat_harmony_" in t)
 CHAT_ALIAS = "harmony_chat"
 CHAT_IMPORT_LINE = f"from {PACKAGE} import chat_processor as {CHAT_ALIAS}\n"
 CHAT_STREAMING = "chat_harmony_streaming_post_processor"
@@ -479,8 +461,8 @@ def {ALIAS_SERIALIZER}(self, items, info):
             mode=info.mode, by_alias=True, exclude_none=info.exclude_none)
         if isinstance(item, BaseModel) else item for item in items
     ]"""
-#: The plugin's ledger target the openai_protocol edit carries.
-PROTOCOL_TARGET = "tensorrt_llm.serve.responses_utils.ResponsesResponse"
+#: The plugin's patch target the openai_protocol edit carries.
+PROTOCOL_TARGET = registry.patch("response-model").target
 
 
 def _class(tree: ast.Module, name: str) -> ast.ClassDef:

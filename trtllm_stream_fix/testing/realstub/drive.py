@@ -309,12 +309,12 @@ def main(source: str, count: int) -> dict[str, Any]:
     stubbed = realstub.activate(source)
     from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
 
-    from trtllm_stream_fix.plugin import targets
+    from trtllm_stream_fix.plugin import registry, targets
     from trtllm_stream_fix.plugin.installer import install, uninstall
     from trtllm_stream_fix.testing.synthetic import generate_outputs
 
     upstream_class = responses_utils.ResponsesStreamingProcessor
-    checks = [targets.check(t) for t in targets.ALL_TARGETS]
+    checks = [targets.check(t) for t in registry.all_targets()]
     outputs = list(generate_outputs(count, seed=7))
     result: dict[str, Any] = {
         "stubbed_third_party": stubbed,

@@ -1,0 +1,561 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The patch registry: every upstream name the plugin rebinds, as data.
+
+One :class:`Patch` per patch: the name it rebinds (and the modules that import that name),
+the targets whose shapes gate it with the shapes recorded per upstream version line, the
+replacement as ``"module:attr"``, whether it wraps upstream's object or replaces it, its
+group, why / how / when to remove it, and how ``upstream-pr`` carries it. One :class:`Group`
+per patch group: patches of a group are applied or refused together; the self-test proves
+each installed group with its probe. The installer, ``doctor``, the self-test,
+``upstream-pr`` and the tests read this module; adding a version line is adding its shapes
+here, adding a group is one ``Group`` and its patches.
+
+Upstream version lines the shapes were recorded from (NVIDIA/TensorRT-LLM; docs/real-upstream.md
+and ``versions.py`` list the files with sha256):
+
+``responses_utils.py``
+
+* ``early-2026``: the first version with ``ResponsesStreamingProcessor`` (74.5k characters);
+  the final-response methods take only ``final_res``; ``_create_response`` not read;
+* ``tool-call-ids``: code-index id 71051154162 (commit not exposed; 151,006 characters),
+  between early-2026 and 271a1eda: ``_create_response`` takes ``streamed_tool_call_ids`` but
+  no ``streamed_item_ids``, no ``stamp_sse_sequence_number``;
+* ``271a1eda``: commit 271a1edadcfa14c29b9fe4396b2cbee66b812b05 (primary reference);
+* ``terminal-event``: code-index id 71053574395 (commit not exposed; 180,040 characters),
+  whose final-response methods return ``_stream_terminal_event(...)``;
+* ``993c0eec``: commit 993c0eec9327a503caebf2ba8b733ec20a0fbc40 (divergent lineage):
+  ``get_final_response(self, final_res, num_prompt_tokens=None)`` has no ``tokenizer``,
+  ``guard_responses_stream(stream, terminal_events)`` no ``on_termination`` and
+  ``_create_response`` names its streamed calls ``streamed_tool_calls``.
+
+``postprocess_handlers.py`` (the Harmony chat post-processors ``openai_server.chat_harmony``
+hands every engine response to; both lines call them as ``(rsp, args)``)
+
+* ``harmony-38134b13``: the postprocess_handlers of the harmony_adapter 38134b13 line
+  (code-index id 45575800, 19,020 characters);
+* ``01bf1923``: commit 01bf19231d29d8f0766e31c117d1cf39ed00d3d5 (paired with 271a1eda).
+
+``openai_protocol.py`` (``ResponsesResponse``, imported by name into ``responses_utils``)
+
+* ``0076e939`` (commit 0076e9390e1ed11515f149eec356f5a03f4a00d8) and ``18643ffd`` (commit
+  18643ffda86feb241b3cf8896657595e48a6a1b6).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .targets import (
+    OPENAI_PROTOCOL,
+    OPENAI_SERVER,
+    POSTPROCESS_HANDLERS,
+    RESPONSES_UTILS,
+    Target,
+    shape,
+)
+
+EARLY = "early-2026"
+TOOL_CALL_IDS = "tool-call-ids"
+L271 = "271a1eda"
+TERMINAL = "terminal-event"
+L993 = "993c0eec"
+RESPONSES_LINES = (EARLY, TOOL_CALL_IDS, L271, TERMINAL, L993)
+CHAT_LINES = ("harmony-38134b13", "01bf1923")
+PROTOCOL_LINES = ("0076e939", "18643ffd")
+
+
+@dataclass(frozen=True)
+class Group:
+    """Patches applied or refused together, proved together by the self-test."""
+
+    name: str
+    title: str
+    required: bool  # the fix is not in place without it (the self-test fails when it is off)
+    when_off: str  # what the operator gets while the group is off
+    probe: str | None = None  # "module:function" the self-test runs when the group installed
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One rebound upstream name (see the module docstring)."""
+
+    name: str
+    target: str  # dotted name rebound
+    replacement: str  # "module:attr"
+    action: Literal["wraps", "replaces"]  # wraps: replacement(original); replaces: the object
+    group: str
+    checks: tuple[Target, ...]  # the first is the target itself
+    why: str
+    how: str
+    upstream: str
+    remove_when: str
+    aliases: tuple[str, ...] = ()  # modules that import the name: rebound there too
+    optional: bool = False  # a version without the target has nothing to patch here
+    carried: str | None = None  # how upstream-pr carries it (None: it does not)
+    carried_if: str | None = None  # ... only where it edits this file of the tree
+    _bindings: tuple[str, ...] = field(init=False, repr=False, compare=False, default=())
+
+    @property
+    def module(self) -> str:
+        return self.target.rsplit(".", 1)[0]
+
+    @property
+    def attr(self) -> str:
+        return self.target.rsplit(".", 1)[1]
+
+    @property
+    def bindings(self) -> tuple[str, ...]:
+        """Every dotted name rebound: the target, then its aliases."""
+        return (self.target, *(f"{m}.{self.attr}" for m in self.aliases))
+
+    @property
+    def all_checks(self) -> tuple[Target, ...]:
+        """``checks`` plus one binding check per alias (it must name upstream's object)."""
+        kind = "binding"
+        return (
+            *self.checks,
+            *(Target(m, self.attr, kind=kind, optional=self.optional, source=self.module)
+              for m in self.aliases),
+        )
+
+    def replacement_for(self, original: Any) -> Any:
+        """What the target is rebound to (imports the replacement's module now)."""
+        module, attr = self.replacement.split(":")
+        obj = getattr(importlib.import_module(module), attr)
+        return obj(original) if self.action == "wraps" else obj
+
+
+RESPONSES = "responses"
+CHAT = "chat"
+RESPONSE_MODEL = "response"
+USAGE = "usage"
+_PROBES = "trtllm_stream_fix.plugin.probes"
+
+GROUPS: tuple[Group, ...] = (
+    Group(
+        RESPONSES,
+        "Responses streaming",
+        required=True,
+        when_off=(
+            "upstream's Harmony Responses streaming runs: at stream_interval > 1 text is lost, "
+            "items have empty ids and are never closed, tool calls are not streamed"
+        ),
+        probe=f"{_PROBES}:responses_streams",
+    ),
+    Group(
+        CHAT,
+        "Chat Completions",
+        required=False,
+        when_off=(
+            "upstream's Harmony chat post-processors run: tokens of the last engine response "
+            "can be lost, preambles keep Harmony markup, finish_reason is 'stop' after a tool call"
+        ),
+        probe=f"{_PROBES}:chat_streams",
+    ),
+    Group(
+        RESPONSE_MODEL,
+        "Response model",
+        required=False,
+        when_off=(
+            "non-streaming bodies and stored responses lack fields OpenAI always sends "
+            "(error, incomplete_details, completed_at, store, ...); typed clients may reject them"
+        ),
+        probe=f"{_PROBES}:response_bodies",
+    ),
+    Group(
+        USAGE,
+        "Non-streaming usage",
+        required=False,
+        when_off=(
+            "a non-streaming Harmony body reports reasoning_tokens 0 while the stream of the same "
+            "generation counts them: stream=True and stream=False usage differ"
+        ),
+        probe=f"{_PROBES}:usage_parity",
+    ),
+)
+
+_PROCESSOR_INIT = (
+    "self, request, sampling_params, model_name, create_time=, conversation_store=, "
+    "enable_store=, use_harmony=, reasoning_parser=, tool_parser="
+)
+_FINAL_OLD = "self, final_res"
+_FINAL_NEW = "self, final_res, num_prompt_tokens=, tokenizer="
+_FINAL_NO_TOKENIZER = "self, final_res, num_prompt_tokens="
+_LATE = (TOOL_CALL_IDS, L271, TERMINAL, L993)
+_FINAL_READS = ("self", "final_res", "num_prompt_tokens")  # the override reads args[0]
+_CREATE_RESPONSE = (
+    "final_res, use_harmony, request, model_name, response_creation_time, sampling_params, "
+    "reasoning_parser=, tool_parser=, num_prompt_tokens=, {streamed}{item_ids}tokenizer="
+)
+
+
+def _method(name: str, *shapes: Any, **kwargs: Any) -> Target:
+    return Target(RESPONSES_UTILS, f"ResponsesStreamingProcessor.{name}", shapes, **kwargs)
+
+
+def _chat(module: str, name: str, **kwargs: Any) -> Target:
+    return Target(module, name, (shape(*CHAT_LINES, params="rsp, args"),), **kwargs)
+
+
+PATCHES: tuple[Patch, ...] = (
+    Patch(
+        name="processor",
+        target=f"{RESPONSES_UTILS}.ResponsesStreamingProcessor",
+        replacement="trtllm_stream_fix.plugin.processor:FixedResponsesStreamingProcessor",
+        action="replaces",
+        group=RESPONSES,
+        aliases=(OPENAI_SERVER,),
+        checks=(
+            Target(RESPONSES_UTILS, "ResponsesStreamingProcessor", kind="class"),
+            _method("__init__", shape(*RESPONSES_LINES, params=_PROCESSOR_INIT), reads=()),
+            _method("process_single_output", shape(*RESPONSES_LINES, params="self, res")),
+            _method("get_initial_responses", shape(*RESPONSES_LINES, params="self")),
+            _method("_send_event", shape(*RESPONSES_LINES, params="self, event")),
+            _method(
+                "get_final_response_non_store",
+                shape(EARLY, params=_FINAL_OLD),
+                shape(*_LATE, params=_FINAL_NEW),
+                reads=_FINAL_READS,
+            ),
+            _method(
+                "get_final_response",
+                shape(EARLY, params=_FINAL_OLD),
+                shape(TOOL_CALL_IDS, L271, TERMINAL, params=_FINAL_NEW),
+                shape(L993, params=_FINAL_NO_TOKENIZER),
+                kind="coroutine",
+                reads=_FINAL_READS,
+            ),
+        ),
+        why=(
+            "_generate_streaming_event_harmony feeds a whole token_ids_diff to the parser and "
+            "reads the last token's delta and state only: with stream_interval > 1 deltas are "
+            "lost, items are never closed or announced, item ids are empty, tool calls and "
+            "preambles are not streamed, the last item is never closed when the stop token is "
+            "trimmed, and response.completed mints new ids. openai_server imports the class by "
+            "name, so its binding is rebound too."
+        ),
+        how=(
+            "Module global rebound to a picklable subclass. For Harmony requests its "
+            "process_single_output feeds token_ids_diff with res._done and finish_reason to "
+            "ResponsesEventMachine; get_final_response(_non_store) sends the machine's terminal "
+            "event. Non-Harmony requests run upstream's methods unchanged. Instances pickled to "
+            "PostprocWorkers carry the class by reference, so workers import this module."
+        ),
+        upstream="NVIDIA/TensorRT-LLM#19223 (open); NVIDIA/TensorRT-LLM#22110 fixes deltas only",
+        remove_when=(
+            "upstream's Harmony streaming feeds tokens one at a time, receives the finished "
+            "flag, closes the last item and reuses streamed ids in the final response"
+        ),
+        carried="processor methods",
+    ),
+    Patch(
+        name="output-content",
+        target=f"{RESPONSES_UTILS}._create_output_content_harmony",
+        replacement="trtllm_stream_fix.plugin.replacements:create_output_content_harmony",
+        action="wraps",
+        group=RESPONSES,
+        checks=(
+            Target(
+                RESPONSES_UTILS,
+                "_create_output_content_harmony",
+                (shape(*RESPONSES_LINES, params="final_res"),),
+            ),
+            # called by the replacement with the output's token ids
+            Target(
+                RESPONSES_UTILS,
+                "_parse_output_tokens",
+                (shape(*RESPONSES_LINES, params="tokens"),),
+            ),
+        ),
+        why=(
+            "Non-streaming output must match the stream's final response: upstream drops "
+            "preambles, turns analysis-channel tool calls into reasoning items, marks items cut "
+            "by the token limit completed, and raises on a cut inside a message header."
+        ),
+        how=(
+            "Wrapper (keeps __wrapped__) returning items from trtllm_stream_fix.core.nonstreaming "
+            "and the Harmony messages upstream stores for conversation history."
+        ),
+        upstream="NVIDIA/TensorRT-LLM#19223",
+        remove_when="upstream maps Harmony messages to items like its streaming path",
+        carried="function body",
+    ),
+    Patch(
+        name="input-channels",
+        target=f"{RESPONSES_UTILS}._parse_response_input",
+        replacement="trtllm_stream_fix.plugin.replacements:parse_response_input",
+        action="wraps",
+        group=RESPONSES,
+        checks=(
+            Target(
+                RESPONSES_UTILS,
+                "_parse_response_input",
+                (shape(*RESPONSES_LINES, params="input_msg, prev_responses"),),
+                reads=("input_msg",),
+            ),
+        ),
+        why=(
+            "An assistant message item sent back as input is rendered without a channel, so a "
+            "preamble (phase commentary) the model wrote on the commentary channel comes back "
+            "on none, a final answer (phase final_answer) loses the final channel, and a "
+            "reasoning item loses the analysis channel."
+        ),
+        how=(
+            "Wrapper (keeps __wrapped__) that sets the channel from the item's phase "
+            "(reasoning items: analysis) when upstream left it unset."
+        ),
+        upstream="NVIDIA/TensorRT-LLM#19223 (Harmony continuation)",
+        remove_when=(
+            "upstream renders Responses input messages with their phase's channel and "
+            "reasoning items on the analysis channel"
+        ),
+        carried="decorator",
+    ),
+    Patch(
+        name="guard",
+        target=f"{RESPONSES_UTILS}.guard_responses_stream",
+        replacement="trtllm_stream_fix.plugin.replacements:guard_responses_stream",
+        action="wraps",
+        group=RESPONSES,
+        aliases=(OPENAI_SERVER,),
+        optional=True,  # versions before the guard have no guard to fix
+        checks=(
+            Target(
+                RESPONSES_UTILS,
+                "guard_responses_stream",
+                (
+                    shape(
+                        TOOL_CALL_IDS, L271, TERMINAL,
+                        params="stream, terminal_events, on_termination=",
+                    ),
+                    shape(L993, params="stream, terminal_events"),
+                ),
+                optional=True,
+            ),
+        ),
+        why=(
+            "On 271a1eda the guard treats only response.completed as final: a server exception "
+            "after a response.incomplete or response.failed appends a second error + "
+            "response.failed, so events follow the terminal event. openai_server imports the "
+            "guard by name; the handler calls that binding."
+        ),
+        how=(
+            "Wrapper (keeps __wrapped__) that watches the frames for every terminal event and "
+            "gives upstream's guard a terminal_events callback that returns nothing after one; "
+            "the exception still propagates."
+        ),
+        upstream="NVIDIA/TensorRT-LLM#19223 (incomplete responses); fixed in 993c0eec's guard",
+        remove_when="upstream's guard treats response.incomplete and response.failed as final",
+        carried="terminal markers",
+    ),
+    Patch(
+        name="chat-streaming",
+        target=f"{POSTPROCESS_HANDLERS}.chat_harmony_streaming_post_processor",
+        replacement="trtllm_stream_fix.plugin.chat:chat_harmony_streaming_post_processor",
+        action="replaces",
+        group=CHAT,
+        aliases=(OPENAI_SERVER,),
+        optional=True,  # versions without Harmony chat post-processors
+        checks=(
+            _chat(POSTPROCESS_HANDLERS, "chat_harmony_streaming_post_processor", optional=True),
+            Target(POSTPROCESS_HANDLERS, "ChatCompletionPostprocArgs", kind="class"),
+        ),
+        why=(
+            "harmony_adapter's chat streaming: on the older line the response marked done is "
+            "never parsed (up to stream_interval-1 tokens lost: the end of the answer, the closing "
+            "of tool-call arguments), the role chunk is sent with every response, a tool call on "
+            "the analysis channel lands in reasoning, preambles reach content with Harmony markup "
+            "and finish_reason is 'stop' after a tool call; the newer line keeps the markup and "
+            "the finish reason and aborts after analysis -> preamble -> final."
+        ),
+        how=(
+            "Module global rebound to a module-level function (pickled by reference to "
+            "PostprocWorkers). One ChatChunkMachine per request kept on the post-processor args "
+            "(created on the first response, released on the last); frames without [DONE] "
+            "(the server appends it); a stream that ended with an error aborts the request."
+        ),
+        upstream="NVIDIA/TensorRT-LLM#11488, #12045, #12292, #12467 (chat delta fixes)",
+        remove_when=(
+            "upstream's Harmony chat path parses the done response, sends the role once, routes "
+            "tool calls on every channel, strips preamble markup and reports tool_calls"
+        ),
+        carried="function body",
+        carried_if="tensorrt_llm/serve/postprocess_handlers.py",
+    ),
+    Patch(
+        name="chat-body",
+        target=f"{POSTPROCESS_HANDLERS}.chat_harmony_post_processor",
+        replacement="trtllm_stream_fix.plugin.chat:chat_harmony_post_processor",
+        action="replaces",
+        group=CHAT,
+        aliases=(OPENAI_SERVER,),
+        optional=True,
+        checks=(_chat(POSTPROCESS_HANDLERS, "chat_harmony_post_processor", optional=True),),
+        why=(
+            "harmony_output_to_openai keeps preambles in markup, drops analysis-channel tool "
+            "calls into reasoning and tool calls without <|constrain|>json, so the non-streaming "
+            "body differs from any correct stream."
+        ),
+        how=(
+            "Module global rebound; build_chat_completion (the streaming machine fed once) "
+            "returned as upstream's ChatCompletionResponse when it validates; a generation that "
+            "cannot complete raises ValueError with the stream's error message."
+        ),
+        upstream="as chat-streaming",
+        remove_when="with chat-streaming",
+        carried="function call",
+        carried_if="tensorrt_llm/serve/postprocess_handlers.py",
+    ),
+    Patch(
+        name="response-model",
+        target=f"{RESPONSES_UTILS}.ResponsesResponse",
+        replacement="trtllm_stream_fix.plugin.response_model:CompleteResponsesResponse",
+        action="replaces",
+        group=RESPONSE_MODEL,
+        # Checked where the class is defined (responses_utils imports it by name).
+        checks=(
+            Target(OPENAI_PROTOCOL, "ResponsesResponse", kind="class"),
+            Target(
+                OPENAI_PROTOCOL,
+                "ResponsesResponse.from_request",
+                (
+                    shape(
+                        *PROTOCOL_LINES,
+                        params=(
+                            "cls, request, sampling_params, model_name, created_time, output, "
+                            "status, usage="
+                        ),
+                    ),
+                ),
+                reads=("cls", "request", "sampling_params", "model_name", "created_time"),
+            ),
+        ),
+        why=(
+            "Upstream's ResponsesResponse has no error, incomplete_details, completed_at, "
+            "store, prompt_cache_key, safety_identifier (and more fields OpenAI's API always "
+            "sends), so the non-streaming body and a stored response lack them; typed "
+            "clients other than the Python SDK reject such objects."
+        ),
+        how=(
+            "Module global rebound to a module-level subclass (pickled by reference from "
+            "PostprocWorkers). Its from_request keeps upstream's values and adds the "
+            "request's envelope (as the streaming processor builds it); its serializer dumps "
+            "every OpenAI field in OpenAI's order, null where unset, then every other key "
+            "upstream dumped."
+        ),
+        upstream="none filed; upstream's model comments error and incomplete_details out",
+        remove_when="upstream's ResponsesResponse carries every field of OpenAI's Response",
+        carried="openai_protocol edit (fields, from_request, serializer)",
+        carried_if="tensorrt_llm/serve/openai_protocol.py",
+    ),
+    Patch(
+        name="usage",
+        target=f"{RESPONSES_UTILS}._create_response",
+        replacement="trtllm_stream_fix.plugin.replacements:create_response",
+        action="wraps",
+        group=USAGE,
+        optional=True,  # a version without _create_response has nothing to patch here
+        checks=(
+            Target(
+                RESPONSES_UTILS,
+                "_create_response",
+                (
+                    shape(
+                        TOOL_CALL_IDS,
+                        params=_CREATE_RESPONSE.format(
+                            streamed="streamed_tool_call_ids=, ", item_ids=""
+                        ),
+                    ),
+                    shape(
+                        L271,
+                        TERMINAL,
+                        params=_CREATE_RESPONSE.format(
+                            streamed="streamed_tool_call_ids=, ", item_ids="streamed_item_ids=, "
+                        ),
+                    ),
+                    shape(
+                        L993,
+                        params=_CREATE_RESPONSE.format(
+                            streamed="streamed_tool_calls=, ", item_ids="streamed_item_ids=, "
+                        ),
+                    ),
+                ),
+                optional=True,  # no shape recorded for early-2026: it decides no line there
+                reads=("final_res", "use_harmony"),
+                by_name=True,  # the wrapper binds each call with upstream's signature
+                returns="tuple",  # (response, messages)
+            ),
+        ),
+        why=(
+            "On the Harmony path upstream's _create_usage gets no reasoning texts, so the "
+            "non-streaming body (and a stored non-streaming response) reports "
+            "output_tokens_details.reasoning_tokens 0 while the stream's terminal event counts "
+            "the analysis-channel tokens: a client comparing stream=True and stream=False "
+            "usage for the same generation sees two counts."
+        ),
+        how=(
+            "Wrapper (keeps __wrapped__) that runs upstream's function, then, for use_harmony, "
+            "feeds final_res.outputs[0].token_ids to the stream's machine "
+            "(core.nonstreaming.build_usage) and sets output_tokens, reasoning_tokens and "
+            "total_tokens from its count; input tokens stay upstream's. Module global rebound; "
+            "create_response and create_response_non_store (the worker's post-processor) look "
+            "it up at call time."
+        ),
+        upstream=(
+            "none filed; upstream's _create_response comments counting Harmony reasoning "
+            "as a separate change"
+        ),
+        remove_when="upstream's non-streaming Harmony usage counts the analysis-channel tokens",
+    ),
+)
+
+
+def group(name: str) -> Group:
+    return next(g for g in GROUPS if g.name == name)
+
+
+def patch(name: str) -> Patch:
+    return next(p for p in PATCHES if p.name == name)
+
+
+def patches(group_name: str | None = None) -> tuple[Patch, ...]:
+    """The patches, optionally of one group, in registry order."""
+    return tuple(p for p in PATCHES if group_name is None or p.group == group_name)
+
+
+def bindings() -> tuple[str, ...]:
+    """Every dotted name the plugin rebinds, in the order ``install()`` reports them."""
+    return tuple(b for g in GROUPS for p in patches(g.name) for b in p.bindings)
+
+
+def all_targets() -> tuple[Target, ...]:
+    """Every target checked (each once), in registry order."""
+    return tuple(dict.fromkeys(t for p in PATCHES for t in p.all_checks))
+
+
+def all_lines() -> tuple[str, ...]:
+    """Every version line some shape was recorded from."""
+    return tuple(dict.fromkeys(line for t in all_targets() for line in t.lines))
+
+
+def format_ledger() -> str:
+    """The registry as plain text (``doctor --ledger`` and the docs)."""
+    blocks = []
+    for number, p in enumerate(PATCHES, 1):
+        also = f"\n   also bound in: {', '.join(p.aliases)}" if p.aliases else ""
+        carried = p.carried or "not carried"
+        if p.carried and p.carried_if:
+            carried += f" (where upstream-pr edits {p.carried_if})"
+        blocks.append(
+            f"{number}. {p.name}: {p.target}{also}\n"
+            f"   -> {p.replacement} ({p.action})  [group {p.group}"
+            f"{', optional' if p.optional else ''}]\n"
+            f"   why: {p.why}\n"
+            f"   how: {p.how}\n"
+            f"   upstream: {p.upstream}\n"
+            f"   remove when: {p.remove_when}\n"
+            f"   upstream-pr: {carried}"
+        )
+    return "\n".join(blocks)
