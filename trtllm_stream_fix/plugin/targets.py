@@ -2,8 +2,8 @@
 """Shape matching: does a loaded (or parsed) upstream object still fit the plugin's patch?
 
 A shape is the parameter list of a callable, normalised to names plus markers: ``=`` for a
-parameter with a default, ``*``/``**`` for variadics (annotations and default values are
-ignored). The recorded shapes of every target, per upstream version line, are data in
+parameter with a default, ``*``/``**`` for variadics, a bare ``*`` before keyword-only
+parameters (annotations and default values are ignored). The recorded shapes of every target, per upstream version line, are data in
 ``registry.py``; this module only compares.
 
 A found shape that equals a recorded one matches that version line (``ok``). One that equals
@@ -60,12 +60,17 @@ class Param:
 
 
 def parse(params: str) -> list[Param]:
-    """``"self, res, x=, *a, **k"`` as a list of :class:`Param`."""
+    """``"self, res, x=, *, y=, **k"`` as a list of :class:`Param` (a bare ``*`` is a
+    nameless ``Param`` that only ends the positional parameters)."""
     out = []
     for part in filter(None, (p.strip() for p in params.split(","))):
         star = "**" if part.startswith("**") else "*" if part.startswith("*") else ""
         out.append(Param(part[len(star) :].rstrip("="), part.endswith("="), star))
     return out
+
+
+def _names(params: list[Param]) -> list[str]:
+    return [p.name for p in params if p.name]
 
 
 def _positional(params: list[Param]) -> list[str]:
@@ -174,6 +179,10 @@ def drift_problem(target: Target, found: str) -> str | None:
     have = parse(found)
     positional = _positional(have)
     recorded = [parse(s.params) for s in target.shapes]
+    known = {name for ps in recorded for name in _names(ps)}
+    new = [p.name for p in have if p.name and not p.star and not p.default and p.name not in known]
+    if new:
+        return f"new required parameter {new[0]!r}"
     for name in target.needed():
         where = {_positional(ps).index(name) for ps in recorded if name in _positional(ps)}
         if any(p.name == name for p in have):
@@ -187,20 +196,16 @@ def drift_problem(target: Target, found: str) -> str | None:
             return f"no parameter {name!r}"
         if where and not target.by_name and len(positional) > min(where):
             return f"{name!r} is gone and position {min(where)} holds {positional[min(where)]!r}"
-    known = {p.name for ps in recorded for p in ps}
-    new = [p.name for p in have if not p.star and not p.default and p.name not in known]
-    if new:
-        return f"new required parameter {new[0]!r}"
     return None
 
 
 def drift(target: Target, found: str) -> str:
     """How ``found`` differs from the nearest recorded shape (a short phrase)."""
-    names = {p.name for p in parse(found)}
-    best = min(target.shapes, key=lambda s: len(names ^ {p.name for p in parse(s.params)}))
-    recorded = {p.name for p in parse(best.params)}
-    parts = [f"+{n}" for n in (p.name for p in parse(found)) if n not in recorded]
-    parts += [f"-{p.name}" for p in parse(best.params) if p.name not in names]
+    names = _names(parse(found))
+    best = min(target.shapes, key=lambda s: len(set(names) ^ set(_names(parse(s.params)))))
+    recorded = _names(parse(best.params))
+    parts = [f"+{n}" for n in names if n not in recorded]
+    parts += [f"-{n}" for n in recorded if n not in names]
     return f"{' '.join(parts) or 'reordered'} against {', '.join(best.lines)}"
 
 
@@ -208,6 +213,8 @@ def shape_of(func: Any) -> str:
     """The normalised parameter list of ``func`` (see the module docstring)."""
     parts = []
     for param in inspect.signature(func).parameters.values():
+        if param.kind is param.KEYWORD_ONLY and not any(p.startswith("*") for p in parts):
+            parts.append("*")
         if param.kind is param.VAR_POSITIONAL:
             parts.append(f"*{param.name}")
         elif param.kind is param.VAR_KEYWORD:

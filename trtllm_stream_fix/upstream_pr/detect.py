@@ -54,6 +54,8 @@ def ast_shape(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     parts = [a.arg + ("=" if i >= first_default else "") for i, a in enumerate(positional)]
     if args.vararg:
         parts.append(f"*{args.vararg.arg}")
+    elif args.kwonlyargs:
+        parts.append("*")
     for arg, default in zip(args.kwonlyargs, args.kw_defaults):
         parts.append(arg.arg + ("=" if default is not None else ""))
     if args.kwarg:
