@@ -8,6 +8,7 @@ source tree of ``TRTLLM_SOURCE_DIRS`` / ``TRTLLM_SOURCE_DIR`` when present.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,9 +23,9 @@ REPO = Path(__file__).resolve().parent.parent
 STANDIN = REPO / "tests" / "standin"
 
 
-def _doctor(*args: str, **env: str) -> subprocess.CompletedProcess:
+def _doctor(*args: str, standin: Path = STANDIN, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k not in ("TRTLLM_SOURCE_DIR",)}
-    environ["PYTHONPATH"] = os.pathsep.join([str(STANDIN), str(REPO)])
+    environ["PYTHONPATH"] = os.pathsep.join([str(standin), str(REPO)])
     environ.update(env)
     return subprocess.run(
         [sys.executable, "-m", "trtllm_stream_fix.cli", "doctor", "--selftest", *args],
@@ -50,13 +51,57 @@ def test_selftest_fails_and_says_why_when_it_cannot_run(tmp_path):
     assert "verdict: FAIL" in proc.stdout and "could not run" in proc.stdout
 
 
-def test_a_single_bad_stream_fails_the_verdict():
-    stats = {"streams": 3, "compared": 2, "identical": 2, "strict": 3, "sdk": 2, "raised": 0}
-    result = {"source": "x", "install": [], "stats": stats}
-    assert not passed(result)
-    assert "verdict: FAIL" in verdict_text(result)
-    stats["sdk"] = 3
-    assert passed(result)
+def _edited_standin(tmp_path: Path, module: str, old: str, new: str) -> Path:
+    """A copy of the stand-in with one edit in ``serve/<module>.py``."""
+    copy = tmp_path / "standin"
+    shutil.copytree(STANDIN, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    path = copy / "tensorrt_llm" / "serve" / f"{module}.py"
+    text = path.read_text()
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, new))
+    return copy
+
+
+def test_a_refused_optional_group_leaves_the_others_passing_and_exits_zero(tmp_path):
+    """A ``_create_response`` annotated to return another kind refuses the usage group
+    only: the streams still run, every installed group passes, the verdict says usage is off."""
+    standin = _edited_standin(
+        tmp_path,
+        "responses_utils",
+        "    tokenizer=None,\n):\n    if not use_harmony:\n",
+        "    tokenizer=None,\n) -> ResponsesResponse:\n    if not use_harmony:\n",
+    )
+    proc = _doctor("--count", "4", standin=standin)
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr[-2000:]
+    assert "Non-streaming usage: REFUSED (" in out and "returns responsesresponse, not tuple" in out
+    assert "Responses streaming: PASS" in out and "strict checker passes: 12/12" in out
+    assert "Chat Completions: PASS" in out and "Response model: PASS" in out
+    assert "off: Non-streaming usage: a non-streaming Harmony body reports reasoning_tokens 0" in out
+    assert "verdict: PASS; 1 optional group(s) off" in out
+    assert "no Responses stream was run" not in out
+
+
+def test_a_failing_stream_fails_its_group_and_names_the_stream(tmp_path):
+    """A post-processor that drops the terminal frame: the Responses group FAILs with the
+    first failing stream named, the verdict is FAIL and the exit status 1."""
+    standin = _edited_standin(
+        tmp_path, "postprocess_handlers", "    if rsp._done:\n", "    if False:\n"
+    )
+    proc = _doctor("--count", "2", standin=standin)
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("Responses streaming:"))
+    assert line.startswith("Responses streaming: FAIL (") and "seed=" in line
+    assert "verdict: FAIL" in proc.stdout
+
+
+def test_the_required_group_refused_fails_the_verdict():
+    group = {"name": "responses", "title": "Responses streaming", "required": True}
+    refused = {"source": "x", "groups": [dict(group, state="refused", detail="why", when_off="")]}
+    assert not passed(refused)
+    text = verdict_text(refused)
+    assert "Responses streaming: REFUSED (why)" in text and "verdict: FAIL" in text
+    assert "no Responses stream was run: the streaming group did not install" in text
 
 
 def _trees() -> list[str]:

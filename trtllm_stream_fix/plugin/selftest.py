@@ -10,12 +10,16 @@ the way ``openai_server`` drives them, with synthetic gpt-oss outputs at 1 and 2
 engine response (``stream_interval`` 1 and 20) and with the post-processor arguments pickled
 as they travel to a PostprocWorker. Every stream goes through the strict checker and the
 OpenAI SDK accumulator, and the stream_interval-20 streams must show the client the same
-events as the stream_interval-1 stream. The parent prints a one-screen verdict and exits 0
-only when everything passed.
+events as the stream_interval-1 stream. Each other installed group runs its own probe
+(``plugin/probes.py``: chat streams, complete non-streaming bodies, body usage equal to the
+stream's). The parent prints one verdict per group (PASS, FAIL with the first failing
+stream, REFUSED with why, OFF) and exits 0 only when every installed group passed and the
+required ones installed; it names the optional groups that are off and what that means.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -28,52 +32,82 @@ SOURCE_ENV = "TRTLLM_SOURCE_DIR"
 
 
 def run(source: str | None, count: int) -> dict[str, Any]:
-    """The selftest itself (call in a fresh interpreter)."""
+    """The selftest itself (call in a fresh interpreter): install, then each installed
+    group's probe (``registry.Group.probe``)."""
     from ..testing import realstub
 
     if source:
         realstub.activate(source)
     from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
 
-    from ..testing.realstub.drive import run_all
     from ..testing.synthetic import generate_outputs
-    from .installer import install
+    from . import registry
+    from .installer import group_states, install, last_refusals
 
     report = install(mode="on")
-    outcomes = [[o.target, o.status, o.detail] for o in report.outcomes]
-    failed = [o for o in outcomes if o[1] in ("refused", "error")]
-    stats = run_all(list(generate_outputs(count, seed=11))) if not failed else {}
-    chat_patched = any(
-        o[0].endswith(".chat_harmony_streaming_post_processor") and o[1] in ("patched", "already")
-        for o in outcomes
-    )
-    chat: dict[str, Any] = {}
-    if chat_patched and not failed:
-        from ..testing.realstub.drive_chat import run_chat
-
-        chat = run_chat(list(generate_outputs(max(count // 3, 1), seed=12)))
+    states, refusals = group_states(), last_refusals()
+    errors = {o.target: o.detail for o in report.outcomes if o.status == "error"}
+    outputs = list(generate_outputs(count, seed=11))
+    groups = []
+    for group in registry.GROUPS:
+        failed = [
+            f"{b}: {errors[b]}" for p in registry.patches(group.name) for b in p.bindings
+            if b in errors
+        ]
+        entry: dict[str, Any] = {
+            "name": group.name,
+            "title": group.title,
+            "required": group.required,
+            "when_off": group.when_off,
+            "state": "error" if failed else states[group.name],
+            "detail": "; ".join(failed) or refusals.get(group.name, ""),
+        }
+        if entry["state"] == "installed" and group.probe:
+            entry["probe"] = _probe(group.probe, outputs)
+        groups.append(entry)
     return {
         "source": source or "installed",
         "files": {m: getattr(sys.modules.get(m), "__file__", None) for m in realstub.REAL_MODULES},
-        "install": outcomes,
-        "stats": stats,
-        "chat": chat,
+        "install": [[o.target, o.status, o.detail] for o in report.outcomes],
+        "groups": groups,
     }
 
 
+def _probe(path: str, outputs: list[Any]) -> dict[str, Any]:
+    module, name = path.split(":")
+    try:
+        return getattr(importlib.import_module(module), name)(outputs)
+    except Exception as exc:
+        failure = f"raised {type(exc).__name__}: {exc}"
+        return {"ok": False, "summary": [], "first_failure": failure, "stats": {}}
+
+
+def group_verdict(group: dict[str, Any]) -> str:
+    """PASS, FAIL (first failing stream or error), REFUSED (why), OFF or NOT LOADED."""
+    state = group["state"]
+    if state == "installed":
+        probe = group.get("probe") or {"ok": True}
+        return "PASS" if probe["ok"] else f"FAIL ({probe['first_failure']})"
+    if state == "refused":
+        return f"REFUSED ({group['detail']})"
+    if state == "error":
+        return f"FAIL ({group['detail']})"
+    if state == "absent":
+        return "OFF (this TensorRT-LLM has nothing to patch there)"
+    return "NOT LOADED (its module was not imported)"
+
+
 def passed(result: dict[str, Any]) -> bool:
-    stats = result.get("stats") or {}
-    chat = result.get("chat") or {}
-    chat_ok = not chat or all(
-        chat[k] == chat["streams"] for k in ("strict", "sdk", "identical", "nonstreaming")
-    )
+    """Every installed group passed and every required group is installed."""
+    groups = result.get("groups") or []
     return (
         "error" not in result
-        and bool(stats.get("streams"))
-        and stats["strict"] == stats["sdk"] == stats["streams"]
-        and stats["identical"] == stats["compared"]
-        and stats["raised"] == 0
-        and chat_ok
+        and bool(groups)
+        and all(
+            group_verdict(g) == "PASS"
+            for g in groups
+            if g["required"] or g["state"] in ("installed", "error")
+        )
     )
 
 
@@ -84,33 +118,22 @@ def verdict_text(result: dict[str, Any]) -> str:
         lines.append(f"could not run: {result['error']}")
         lines.append("verdict: FAIL")
         return "\n".join(lines)
-    for target, status, detail in result.get("install", []):
-        lines.append(f"  {target}: {status}{' - ' + detail if detail else ''}")
-    stats = result.get("stats") or {}
-    if stats:
-        lines.append(
-            f"streams: {stats['streams']} (stream_interval 1 and 20, inline and pickled to a "
-            "worker)"
-        )
-        lines.append(f"  strict checker passes: {stats['strict']}/{stats['streams']}")
-        lines.append(f"  OpenAI SDK accepts:    {stats['sdk']}/{stats['streams']}")
-        lines.append(
-            f"  same client events as stream_interval 1: {stats['identical']}/{stats['compared']}"
-        )
-        lines.append(f"  ended by an exception: {stats['raised']}")
-        lines += [f"  e.g. {example}" for example in stats.get("examples", [])[:3]]
-    else:
-        lines.append("no stream was run: the fix did not install (see above)")
-    chat = result.get("chat") or {}
-    if chat:
-        n = chat["streams"]
-        lines.append(f"chat completions streams: {n} (1 and 20 tokens, inline and pickled)")
-        lines.append(
-            f"  strict checker {chat['strict']}/{n}, OpenAI SDK {chat['sdk']}/{n}, same as at 1 "
-            f"token {chat['identical']}/{n}, equal to non-streaming {chat['nonstreaming']}/{n}"
-        )
-        lines += [f"  e.g. {example}" for example in chat.get("examples", [])[:3]]
-    lines.append(f"verdict: {'PASS' if passed(result) else 'FAIL'}")
+    groups = result.get("groups") or []
+    for group in groups:
+        lines.append(f"{group['title']}: {group_verdict(group)}")
+        probe = group.get("probe") or {}
+        lines += [f"  {line}" for line in probe.get("summary", [])]
+        examples = (probe.get("stats") or {}).get("examples", [])
+        shown = [e for e in examples if e != probe.get("first_failure")][:2]
+        lines += [f"  e.g. {example}" for example in shown]
+    streaming = next((g for g in groups if g["name"] == "responses"), None)
+    if streaming and streaming["state"] != "installed":
+        lines.append("no Responses stream was run: the streaming group did not install")
+    off = [g for g in groups if not g["required"] and g["state"] in ("refused", "absent")]
+    lines += [f"off: {g['title']}: {g['when_off']}" for g in off]
+    ok = passed(result)
+    note = f"; {len(off)} optional group(s) off" if off else ""
+    lines.append(f"verdict: {'PASS' if ok else 'FAIL'}{note if ok else ''}")
     return "\n".join(lines)
 
 

@@ -313,7 +313,10 @@ def _create_usage(
     output_tokens = sum(len(o.token_ids) for o in final_res.outputs)
     return ResponseUsage(
         input_tokens=num_prompt_tokens,
-        input_tokens_details=InputTokensDetails(cached_tokens=0, cache_write_tokens=0),
+        input_tokens_details=InputTokensDetails(
+            cached_tokens=getattr(final_res, "cached_tokens", None) or 0,  # as upstream
+            cache_write_tokens=0,
+        ),
         output_tokens=output_tokens,
         output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
         total_tokens=num_prompt_tokens + output_tokens,

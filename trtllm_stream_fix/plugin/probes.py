@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The self-test's proof of each patch group (``registry.Group.probe``).
+
+Each probe runs in the self-test's interpreter after ``install()``, on this host's
+TensorRT-LLM modules (or a source tree's), with synthetic gpt-oss outputs, and returns
+``{"ok": bool, "summary": [lines], "first_failure": str | None, "stats": {...}}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Probe = dict[str, Any]
+
+
+def _result(ok: bool, summary: list[str], stats: dict[str, Any]) -> Probe:
+    examples = stats.get("examples") or []
+    first = None if ok else (examples[0] if examples else "a count fell short (see above)")
+    return {"ok": ok, "summary": summary, "first_failure": first, "stats": stats}
+
+
+def responses_streams(outputs: list[Any]) -> Probe:
+    """Upstream's processor and post-processor at stream_interval 1 and 20, inline and
+    pickled: strict checker, OpenAI SDK, same client events as at interval 1."""
+    from ..testing.realstub.drive import run_all
+
+    s = run_all(outputs)
+    n = s["streams"]
+    ok = bool(n) and s["strict"] == s["sdk"] == n and s["identical"] == s["compared"]
+    ok = ok and s["raised"] == 0
+    return _result(
+        ok,
+        [
+            f"streams: {n} (stream_interval 1 and 20, inline and pickled to a worker)",
+            f"strict checker passes: {s['strict']}/{n}",
+            f"OpenAI SDK accepts:    {s['sdk']}/{n}",
+            f"same client events as stream_interval 1: {s['identical']}/{s['compared']}",
+            f"ended by an exception: {s['raised']}",
+        ],
+        s,
+    )
+
+
+def chat_streams(outputs: list[Any]) -> Probe:
+    """Harmony chat post-processors at 1 and 20 tokens, inline and pickled."""
+    from ..testing.realstub.drive_chat import run_chat
+
+    c = run_chat(outputs[: max(len(outputs) // 3, 1)])
+    n = c["streams"]
+    counts = [c[k] for k in ("strict", "sdk", "identical", "nonstreaming")]
+    ok = bool(n) and all(k == n for k in counts) and c.get("raised", 0) == 0
+    return _result(
+        ok,
+        [
+            f"chat streams: {n} (1 and 20 tokens, inline and pickled)",
+            f"strict checker {c['strict']}/{n}, OpenAI SDK {c['sdk']}/{n}, same as at 1 token "
+            f"{c['identical']}/{n}, equal to non-streaming {c['nonstreaming']}/{n}",
+        ],
+        c,
+    )
+
+
+def response_bodies(outputs: list[Any]) -> Probe:
+    """Non-streaming bodies, inline and from a worker, against OpenAI's recorded schema."""
+    from ..testing.realstub.drive import body_schema
+
+    b = body_schema(outputs)
+    ok = bool(b["bodies"]) and b["complete"] == b["bodies"] and b["raised"] == 0
+    return _result(
+        ok, [f"non-streaming bodies complete: {b['complete']}/{b['bodies']}"], b
+    )
+
+
+def usage_parity(outputs: list[Any]) -> Probe:
+    """The non-streaming body's usage against the stream's terminal event's."""
+    from ..testing.realstub.drive import usage_parity as parity
+
+    u = parity(outputs)
+    n = u["outputs"]
+    ok = bool(n) and u["inline"] == u["worker"] == n
+    return _result(
+        ok,
+        [f"body usage == stream usage: {u['inline']}/{n} inline, {u['worker']}/{n} worker"],
+        u,
+    )
