@@ -93,6 +93,35 @@ def test_an_unknown_shape_is_a_clear_error(tree):
         detect(bad)
 
 
+def test_targets_that_disagree_are_each_named_with_the_lines_they_matched(tree):
+    """``get_final_response`` of 993c0eec's shape beside a guard of the other lines: the error
+    names each target that constrains the line and the lines it matched."""
+    text = (tree / layout.RESPONSES_UTILS).read_text()
+    old = "async def get_final_response(\n        self, final_res: RequestOutput, num_prompt_tokens: int | None = None, tokenizer=None\n"
+    assert old in text
+    mixed = text.replace(old, old.replace(", tokenizer=None", ""))
+    with pytest.raises(UnknownVersionError) as raised:
+        detect(mixed)
+    message = str(raised.value)
+    assert "ResponsesStreamingProcessor.get_final_response (found " in message
+    assert "num_prompt_tokens=)) matches 993c0eec;" in message
+    guard = "guard_responses_stream (found (stream, terminal_events, on_termination=)) matches "
+    assert guard + "271a1eda, early-2026, terminal-event, tool-call-ids" in message
+    assert "agree on no single version" not in message
+
+
+def test_an_unrecorded_compatible_shape_still_detects_the_line(tree):
+    """A ``_create_response`` with an optional keyword no line has: detected, and said."""
+    text = (tree / layout.RESPONSES_UTILS).read_text()
+    old = "    streamed_item_ids=None,\n    tokenizer=None,\n):\n    if not use_harmony:"
+    assert text.count(old) == 1
+    tool_call_ids = detect(text.replace(old, old.replace("    streamed_item_ids=None,\n", "")))
+    assert tool_call_ids.versions == ("tool-call-ids",)
+    drifted = detect(text.replace(old, old.replace("tokenizer=None,", "tokenizer=None, tenant=None,")))
+    assert drifted.versions == ("271a1eda", "terminal-event", "tool-call-ids")
+    assert "unrecorded compatible shape: _create_response" in drifted.line
+
+
 def test_a_folder_without_responses_utils_is_refused(tmp_path):
     with pytest.raises(SourceTreeError, match=r"responses_utils\.py"):
         build(tmp_path, year=2026, tools=NO_FORMAT)
@@ -457,12 +486,15 @@ def test_bodies_check_needs_every_body_complete():
 
 
 def test_every_plugin_patch_is_carried_or_named_in_the_notes(tree):
-    from trtllm_stream_fix.plugin.ledger import LEDGER
+    from trtllm_stream_fix.plugin import registry
 
     change = build(tree, year=2026, tools=NO_FORMAT)
     noted = " ".join(change.notes)
-    for entry in LEDGER:
-        assert entry.target in edits.CARRIED or entry.target in noted
+    for patch in registry.PATCHES:
+        for binding in patch.bindings:
+            carried = patch.carried and (not patch.carried_if or patch.carried_if in change.modified)
+            assert bool(carried) != (binding in noted), binding
+    assert registry.patch("usage").target in noted  # carried by no edit
 
 
 # -- new files ----------------------------------------------------------------------------------
