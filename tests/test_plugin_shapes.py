@@ -42,7 +42,9 @@ def _judge(target: targets.Target, params: str, **kw) -> targets.TargetCheck:
 def _with_required(params: str, name: str) -> str:
     """``params`` with a new required parameter after the last required one."""
     parts = [p.strip() for p in params.split(",")]
-    at = max((i + 1 for i, p in enumerate(parts) if not p.endswith("=") and "*" not in p), default=0)
+    at = max(
+        (i + 1 for i, p in enumerate(parts) if not p.endswith("=") and "*" not in p), default=0
+    )
     return ", ".join(parts[:at] + [name] + parts[at:])
 
 
@@ -81,7 +83,9 @@ def test_a_read_parameter_that_moved_is_refused_unless_bound_by_name():
     final = next(t for t in SHAPED if t.path.endswith(".get_final_response"))
     moved = _judge(final, "self, num_prompt_tokens=, final_res=")
     assert moved.status == "mismatch" and "moved" in moved.why
-    reordered = "use_harmony, final_res, request, model_name, response_creation_time, sampling_params"
+    reordered = (
+        "use_harmony, final_res, request, model_name, response_creation_time, sampling_params"
+    )
     assert _judge(USAGE, reordered).ok  # the usage wrapper binds by name
 
 
@@ -156,8 +160,15 @@ def test_usage_installs_with_a_new_optional_keyword_and_forwards_it(monkeypatch)
     seen = {}
 
     def _create_response(
-        final_res, use_harmony, request, model_name, response_creation_time, sampling_params,
-        *, new_option=None, **kwargs,
+        final_res,
+        use_harmony,
+        request,
+        model_name,
+        response_creation_time,
+        sampling_params,
+        *,
+        new_option=None,
+        **kwargs,
     ):
         seen["new_option"] = new_option
         return "response", []
@@ -190,8 +201,9 @@ def test_the_processor_installs_on_each_lines_final_response_shapes(monkeypatch,
         if shape is None:
             continue
         method = target.path.split(".")[-1]
-        func = _build(method, shape.params, "raise AssertionError",
-                      is_async=target.kind == "coroutine")
+        func = _build(
+            method, shape.params, "raise AssertionError", is_async=target.kind == "coroutine"
+        )
         monkeypatch.setattr(processor, method, func)
     statuses = {o.target: o.status for o in install().outcomes}
     assert statuses[registry.patch("processor").target] == "patched"

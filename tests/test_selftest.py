@@ -77,7 +77,9 @@ def test_a_refused_optional_group_leaves_the_others_passing_and_exits_zero(tmp_p
     assert "Non-streaming usage: REFUSED (" in out and "returns responsesresponse, not tuple" in out
     assert "Responses streaming: PASS" in out and "strict checker passes: 12/12" in out
     assert "Chat Completions: PASS" in out and "Response model: PASS" in out
-    assert "off: Non-streaming usage: a non-streaming Harmony body reports reasoning_tokens 0" in out
+    assert (
+        "off: Non-streaming usage: a non-streaming Harmony body reports reasoning_tokens 0" in out
+    )
     assert "verdict: PASS; 1 optional group(s) off" in out
     assert "no Responses stream was run" not in out
 

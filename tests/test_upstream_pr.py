@@ -97,7 +97,10 @@ def test_targets_that_disagree_are_each_named_with_the_lines_they_matched(tree):
     """``get_final_response`` of 993c0eec's shape beside a guard of the other lines: the error
     names each target that constrains the line and the lines it matched."""
     text = (tree / layout.RESPONSES_UTILS).read_text()
-    old = "async def get_final_response(\n        self, final_res: RequestOutput, num_prompt_tokens: int | None = None, tokenizer=None\n"
+    old = (
+        "async def get_final_response(\n        self, final_res: RequestOutput, "
+        "num_prompt_tokens: int | None = None, tokenizer=None\n"
+    )
     assert old in text
     mixed = text.replace(old, old.replace(", tokenizer=None", ""))
     with pytest.raises(UnknownVersionError) as raised:
@@ -117,7 +120,9 @@ def test_an_unrecorded_compatible_shape_still_detects_the_line(tree):
     assert text.count(old) == 1
     tool_call_ids = detect(text.replace(old, old.replace("    streamed_item_ids=None,\n", "")))
     assert tool_call_ids.versions == ("tool-call-ids",)
-    drifted = detect(text.replace(old, old.replace("tokenizer=None,", "tokenizer=None, tenant=None,")))
+    drifted = detect(
+        text.replace(old, old.replace("tokenizer=None,", "tokenizer=None, tenant=None,"))
+    )
     assert drifted.versions == ("271a1eda", "terminal-event", "tool-call-ids")
     assert "unrecorded compatible shape: _create_response" in drifted.line
 
@@ -492,7 +497,9 @@ def test_every_plugin_patch_is_carried_or_named_in_the_notes(tree):
     noted = " ".join(change.notes)
     for patch in registry.PATCHES:
         for binding in patch.bindings:
-            carried = patch.carried and (not patch.carried_if or patch.carried_if in change.modified)
+            carried = patch.carried and (
+                not patch.carried_if or patch.carried_if in change.modified
+            )
             assert bool(carried) != (binding in noted), binding
     assert registry.patch("usage").target in noted  # carried by no edit
 

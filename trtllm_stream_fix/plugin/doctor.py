@@ -68,7 +68,10 @@ class DoctorReport:
         """Targets of a required group that are missing or do not fit (optional groups
         refused are reported, not fatal: see ``off_groups``)."""
         required = {
-            t for g in registry.GROUPS if g.required for p in registry.patches(g.name)
+            t
+            for g in registry.GROUPS
+            if g.required
+            for p in registry.patches(g.name)
             for t in p.all_checks
         }
         return [
@@ -237,7 +240,8 @@ def doctor_report(
 
 
 def doctor_main(argv: list[str] | None = None) -> int:
-    """``trtllm-stream-fix doctor [--json] [--no-spawn] [--ledger] [--selftest [--source DIR]]``;
+    """``trtllm-stream-fix doctor [--json] [--no-spawn] [--ledger] [--selftest [--source DIR]]
+    [--fingerprint [--source DIR]]``;
     0 when active everywhere (with ``--selftest``: when every selftest stream passed)."""
     parser = argparse.ArgumentParser(prog="trtllm-stream-fix doctor")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -251,11 +255,19 @@ def doctor_main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--source",
         default=None,
-        help="with --selftest: a TensorRT-LLM source tree (default: $TRTLLM_SOURCE_DIR, "
-        "else the installed tensorrt_llm)",
+        help="with --selftest or --fingerprint: a TensorRT-LLM source tree (default: "
+        "$TRTLLM_SOURCE_DIR, else the installed tensorrt_llm)",
     )
     parser.add_argument("--count", type=int, default=30, help="with --selftest: outputs")
+    parser.add_argument(
+        "--fingerprint",
+        action="store_true",
+        help="print the patched files' sha256 and recorded version, and each target's shape "
+        "(read as text; --source DIR for a tree)",
+    )
     args = parser.parse_args(argv)
+    if args.fingerprint:
+        return _fingerprint_main(args.source, as_json=args.json)
     if args.selftest:
         from .selftest import selftest_main
 
@@ -288,3 +300,16 @@ def doctor_main(argv: list[str] | None = None) -> int:
         if args.ledger:
             print("\npatch ledger:\n" + registry.format_ledger())
     return 0 if report.ok or (args.no_spawn and report.active_here) else 1
+
+
+def _fingerprint_main(source: str | None, *, as_json: bool) -> int:
+    """``doctor --fingerprint``: 0, or 2 when there is no tree to read."""
+    from .fingerprint import FingerprintError, fingerprint, to_text
+
+    try:
+        data = fingerprint(source or os.environ.get("TRTLLM_SOURCE_DIR") or None)
+    except FingerprintError as exc:
+        print(f"trtllm-stream-fix doctor --fingerprint: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(data, indent=2) if as_json else to_text(data))
+    return 0

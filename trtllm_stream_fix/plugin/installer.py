@@ -127,7 +127,10 @@ def _install_group(group: str) -> list[Outcome]:
     """Every present patch of ``group``, or none of them (see the module docstring)."""
     present = [p for p in registry.patches(group) if not _absent(p)]
     outcomes = [
-        Outcome(b, "absent") for p in registry.patches(group) if p not in present for b in p.bindings
+        Outcome(b, "absent")
+        for p in registry.patches(group)
+        if p not in present
+        for b in p.bindings
     ]
     checks = [targets.check(t) for p in present for t in p.all_checks]
     bad = [c for c in checks if c.status in ("missing", "mismatch")]

@@ -66,9 +66,7 @@ def response_bodies(outputs: list[Any]) -> Probe:
 
     b = body_schema(outputs)
     ok = bool(b["bodies"]) and b["complete"] == b["bodies"] and b["raised"] == 0
-    return _result(
-        ok, [f"non-streaming bodies complete: {b['complete']}/{b['bodies']}"], b
-    )
+    return _result(ok, [f"non-streaming bodies complete: {b['complete']}/{b['bodies']}"], b)
 
 
 def usage_parity(outputs: list[Any]) -> Probe:

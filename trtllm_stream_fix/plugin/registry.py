@@ -116,8 +116,10 @@ class Patch:
         kind = "binding"
         return (
             *self.checks,
-            *(Target(m, self.attr, kind=kind, optional=self.optional, source=self.module)
-              for m in self.aliases),
+            *(
+                Target(m, self.attr, kind=kind, optional=self.optional, source=self.module)
+                for m in self.aliases
+            ),
         )
 
     def replacement_for(self, original: Any) -> Any:
@@ -327,7 +329,9 @@ PATCHES: tuple[Patch, ...] = (
                 "guard_responses_stream",
                 (
                     shape(
-                        TOOL_CALL_IDS, L271, TERMINAL,
+                        TOOL_CALL_IDS,
+                        L271,
+                        TERMINAL,
                         params="stream, terminal_events, on_termination=",
                     ),
                     shape(L993, params="stream, terminal_events"),

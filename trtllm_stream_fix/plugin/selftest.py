@@ -51,7 +51,9 @@ def run(source: str | None, count: int) -> dict[str, Any]:
     groups = []
     for group in registry.GROUPS:
         failed = [
-            f"{b}: {errors[b]}" for p in registry.patches(group.name) for b in p.bindings
+            f"{b}: {errors[b]}"
+            for p in registry.patches(group.name)
+            for b in p.bindings
             if b in errors
         ]
         entry: dict[str, Any] = {

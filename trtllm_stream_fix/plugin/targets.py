@@ -3,8 +3,8 @@
 
 A shape is the parameter list of a callable, normalised to names plus markers: ``=`` for a
 parameter with a default, ``*``/``**`` for variadics, a bare ``*`` before keyword-only
-parameters (annotations and default values are ignored). The recorded shapes of every target, per upstream version line, are data in
-``registry.py``; this module only compares.
+parameters (annotations and default values are ignored). The recorded shapes of every
+target, per upstream version line, are data in ``registry.py``; this module only compares.
 
 A found shape that equals a recorded one matches that version line (``ok``). One that equals
 none is still ``compatible`` when nothing the replacement relies on changed (upstream adds or

@@ -14,8 +14,16 @@ import ast
 from dataclasses import dataclass
 
 from ..plugin import registry, targets
+from ..plugin.sourceshapes import ast_shape, find_definition, judge_source
 
-Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+__all__ = [
+    "Detection",
+    "TargetMatch",
+    "UnknownVersionError",
+    "ast_shape",
+    "detect",
+    "find_definition",
+]
 
 
 class UnknownVersionError(ValueError):
@@ -46,43 +54,6 @@ class Detection:
         return " | ".join(self.versions) + note
 
 
-def ast_shape(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
-    """The normalised parameter list of a ``def`` (see ``targets.shape_of``)."""
-    args = node.args
-    positional = args.posonlyargs + args.args
-    first_default = len(positional) - len(args.defaults)
-    parts = [a.arg + ("=" if i >= first_default else "") for i, a in enumerate(positional)]
-    if args.vararg:
-        parts.append(f"*{args.vararg.arg}")
-    elif args.kwonlyargs:
-        parts.append("*")
-    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
-        parts.append(arg.arg + ("=" if default is not None else ""))
-    if args.kwarg:
-        parts.append(f"**{args.kwarg.arg}")
-    return ", ".join(parts)
-
-
-def find_definition(tree: ast.Module, path: str) -> Definition | None:
-    """The top-level definition (``Class.method`` allowed) named by ``path``."""
-    scope: list[ast.stmt] = tree.body
-    node: Definition | None = None
-    for name in path.split("."):
-        node = next(
-            (
-                n
-                for n in scope
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                and n.name == name
-            ),
-            None,
-        )
-        if node is None:
-            return None
-        scope = node.body
-    return node
-
-
 def _universe() -> set[str]:
     return {line for t in _relevant() for line in t.lines}
 
@@ -96,23 +67,10 @@ def _relevant() -> list[targets.Target]:
 
 
 def _match(tree: ast.Module, target: targets.Target) -> TargetMatch:
-    node = find_definition(tree, target.path)
     everything = frozenset(_universe())
-    if node is None:
+    judged = judge_source(tree, target)
+    if judged.status == "missing":
         return TargetMatch(target.dotted, "missing", everything if target.optional else frozenset())
-    if target.kind == "class":
-        return TargetMatch(
-            target.dotted, "a class", everything if isinstance(node, ast.ClassDef) else frozenset()
-        )
-    if isinstance(node, ast.ClassDef):
-        return TargetMatch(target.dotted, "a class", frozenset())
-    returns = targets.return_head(ast.unparse(node.returns)) if node.returns else None
-    judged = targets.judge(
-        target,
-        ast_shape(node),
-        is_async=isinstance(node, ast.AsyncFunctionDef),
-        returns=returns,
-    )
     if judged.status == "compatible":
         return TargetMatch(target.dotted, f"{judged.found}; {judged.why}", everything, drift=True)
     if judged.status != "ok":
