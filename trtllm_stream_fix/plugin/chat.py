@@ -33,14 +33,12 @@ STREAMING = "chat_harmony_streaming_post_processor"
 NON_STREAMING = "chat_harmony_post_processor"
 
 
-def chat_harmony_streaming_post_processor(rsp: Any, args: Any, **_: Any) -> list[str]:
-    """SSE frames for one engine response of a Harmony chat stream (without ``[DONE]``).
-
-    Keywords a later upstream passes (none today) are accepted and not read."""
+def chat_harmony_streaming_post_processor(rsp: Any, args: Any) -> list[str]:
+    """SSE frames for one engine response of a Harmony chat stream (without ``[DONE]``)."""
     return chat_processor.stream_chunks(rsp, args)
 
 
-def chat_harmony_post_processor(rsp: Any, args: Any, **_: Any) -> Any:
+def chat_harmony_post_processor(rsp: Any, args: Any) -> Any:
     """The non-streaming completion as upstream's ``ChatCompletionResponse`` (looked up now).
 
     A generation that cannot be completed raises ``ValueError`` with the message the stream

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``ResponsesResponse`` whose dump is a complete OpenAI Response (``registry``: ``response-model``).
+"""``ResponsesResponse`` whose dump is a complete OpenAI Response (``response-model`` patch).
 
 Upstream's ``ResponsesResponse`` (TensorRT-LLM's own model, ``extra="forbid"``) has no
 ``error``, ``incomplete_details``, ``completed_at``, ``store``, ``prompt_cache_key``,
