@@ -2,7 +2,7 @@
 """Drop-in ``trtllm-serve`` plugin: patches TensorRT-LLM's Responses Harmony streaming.
 
 Importing this package imports neither TensorRT-LLM nor the core; the functions below load
-what they need. See ``ledger`` for what is patched and ``docs/operators.md`` for operation.
+what they need. See ``registry`` for what is patched and ``docs/operators.md`` for operation.
 """
 
 from __future__ import annotations
