@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent / "standin"))
 import plugin_harness
 
 plugin_harness.use_standin()
+uninstalled = plugin_harness.uninstalled
 
 from tensorrt_llm.serve import openai_server, postprocess_handlers, responses_utils
 
@@ -53,11 +54,8 @@ def _group(outcomes, group: str = "responses") -> dict[str, str]:
 
 
 @pytest.fixture(autouse=True)
-def clean(monkeypatch):
-    monkeypatch.delenv("TRTLLM_STREAM_FIX", raising=False)
-    uninstall()
+def clean(uninstalled):
     yield
-    uninstall()
 
 
 def test_install_patches_every_ledger_target_and_uninstall_restores_the_same_objects():

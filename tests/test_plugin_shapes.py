@@ -19,11 +19,12 @@ sys.path.insert(0, str(Path(__file__).parent / "standin"))
 import plugin_harness
 
 plugin_harness.use_standin()
+uninstalled = plugin_harness.uninstalled
 
 from tensorrt_llm.serve import openai_server, postprocess_handlers, responses_utils  # noqa: F401
 
 from trtllm_stream_fix.plugin import installer, registry, targets
-from trtllm_stream_fix.plugin.installer import install, uninstall
+from trtllm_stream_fix.plugin.installer import install
 
 pytestmark = pytest.mark.cpu_only
 
@@ -119,11 +120,8 @@ def test_the_tool_call_ids_line_is_compatible_even_unrecorded():
 
 
 @pytest.fixture(autouse=True)
-def clean(monkeypatch):
-    monkeypatch.delenv("TRTLLM_STREAM_FIX", raising=False)
-    uninstall()
+def clean(uninstalled):
     yield
-    uninstall()
 
 
 def _build(name: str, params: str, body: str, *, is_async: bool = False) -> object:

@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 STANDIN_DIR = Path(__file__).resolve().parent
 
 
@@ -151,3 +153,14 @@ frames = plugin_harness.drive(processor, named_output(sys.argv[2]), int(sys.argv
 print("RESULT " + json.dumps({"active": active, "hook": hook, "frames": frames,
                               "class": type(processor).__module__}))
 """
+
+
+@pytest.fixture
+def uninstalled(monkeypatch):
+    """The plugin off (default mode) before and after a test."""
+    from trtllm_stream_fix.plugin.installer import uninstall
+
+    monkeypatch.delenv("TRTLLM_STREAM_FIX", raising=False)
+    uninstall()
+    yield
+    uninstall()
