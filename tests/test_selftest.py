@@ -62,6 +62,22 @@ def _edited_standin(tmp_path: Path, module: str, old: str, new: str) -> Path:
     return copy
 
 
+def test_an_unrecorded_compatible_shape_passes_every_group(tmp_path):
+    """A ``_create_response`` with an optional keyword no recorded line has (as the
+    tool-call-ids line lacked one): the usage group installs and every group passes."""
+    standin = _edited_standin(
+        tmp_path,
+        "responses_utils",
+        "    tokenizer=None,\n):\n    if not use_harmony:\n",
+        "    tokenizer=None,\n    tenant=None,\n):\n    if not use_harmony:\n",
+    )
+    proc = _doctor("--count", "2", standin=standin)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    for title in ("Responses streaming", "Chat Completions", "Response model"):
+        assert f"{title}: PASS" in proc.stdout
+    assert "Non-streaming usage: PASS" in proc.stdout and "verdict: PASS" in proc.stdout
+
+
 def test_a_refused_optional_group_leaves_the_others_passing_and_exits_zero(tmp_path):
     """A ``_create_response`` annotated to return another kind refuses the usage group
     only: the streams still run, every installed group passes, the verdict says usage is off."""
