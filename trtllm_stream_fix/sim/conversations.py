@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
-"""What the simulated server remembers of its responses: the function calls of each stored
-conversation, so ``previous_response_id`` and ``function_call_output`` items can be checked
-as OpenAI checks them.
+"""What the simulated server reads of, and writes to, its response store for a Responses turn.
 
-A response is stored when it ends (any terminal status) unless its request set
-``store: false``; the store keeps the newest :data:`MAX_STORED` responses. Only the function
-calls (``call_id`` -> name) of each conversation are kept, not its text.
+A request's conversation is the messages stored with its ``previous_response_id`` (the
+whole conversation up to that response, as Responses input and output items), and its input
+with each ``item_reference`` replaced by the stored output item it names. The function calls
+of that conversation are checked as OpenAI checks them: a ``function_call_output`` must
+answer one. A response is stored when it ends (any terminal status) unless its request set
+``store: false``, with the conversation's messages plus its input and output
+(:func:`turn_messages`). The store itself is :mod:`trtllm_stream_fix.store`; its failures
+become OpenAI-shaped errors here (:func:`store_failure`).
 
 :func:`check_tool_messages` applies OpenAI's rule for Chat Completions ``tool`` messages:
 each answers a call of the assistant message with ``tool_calls`` just before it (other
@@ -14,63 +17,121 @@ each answers a call of the assistant message with ``tool_calls`` just before it 
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from ..store import ResponseStore, StoreError, StoreUnavailable
 from .errors import RequestError
 
-#: Responses remembered (oldest forgotten first).
-MAX_STORED = 4096
-
 Calls = dict[str, str]
+Input = str | list[dict[str, Any]]
 
 
-class ResponseStore:
-    """Stored responses by id: the function calls of the conversation up to each one."""
+@dataclass(frozen=True)
+class Conversation:
+    """What a turn continues: the stored messages before it and its resolved input."""
 
-    def __init__(self, capacity: int = MAX_STORED) -> None:
-        self.capacity = capacity
-        self._calls: OrderedDict[str, Calls] = OrderedDict()
+    history: list[dict[str, Any]]
+    input: Input
+    #: The function calls of ``history`` (``call_id`` -> name).
+    previous_calls: Calls
 
-    def __contains__(self, response_id: object) -> bool:
-        return response_id in self._calls
 
-    def __len__(self) -> int:
-        return len(self._calls)
+def store_failure(exc: StoreError) -> RequestError:
+    """The OpenAI-shaped error for a store that failed: 503 when it is unavailable."""
+    if isinstance(exc, StoreUnavailable):
+        return RequestError(503, str(exc), type_="server_error", code="store_unavailable")
+    return RequestError(500, str(exc), type_="server_error", code="store_error")
 
-    def previous_calls(self, previous_response_id: str | None) -> Calls:
-        """The calls of the conversation ``previous_response_id`` ends (empty for None);
-        :class:`RequestError` 400 ``previous_response_not_found`` for an unknown id."""
-        if previous_response_id is None:
-            return {}
-        found = self._calls.get(previous_response_id)
-        if found is None:
+
+async def load_conversation(
+    store: ResponseStore,
+    previous_response_id: str | None,
+    request_input: Input,
+    *,
+    store_turn: bool,
+) -> Conversation:
+    """The conversation a request continues, read from ``store``; :class:`RequestError`:
+    400 for an unknown ``previous_response_id`` or item id, or for a
+    ``function_call_output`` that answers no call, 503 / 500 when the store fails. A request
+    that will store its turn (``store_turn``) and reads nothing checks that the store is up."""
+    try:
+        history = await previous_messages(store, previous_response_id)
+        resolved = await resolve_item_references(store, request_input)
+        if store_turn and previous_response_id is None and resolved is request_input:
+            await store.ping()
+    except StoreError as exc:
+        raise store_failure(exc) from None
+    previous = calls_of(history)
+    conversation_calls(previous, resolved)
+    return Conversation(history, resolved, previous)
+
+
+async def previous_messages(
+    store: ResponseStore, previous_response_id: str | None
+) -> list[dict[str, Any]]:
+    """The messages stored with ``previous_response_id`` (empty for None); OpenAI's 400
+    ``previous_response_not_found`` for an id the store does not hold."""
+    if previous_response_id is None:
+        return []
+    found = await store.history(previous_response_id)
+    if found is None:
+        raise RequestError(
+            400,
+            f"Previous response with id '{previous_response_id}' not found.",
+            param="previous_response_id",
+            code="previous_response_not_found",
+        )
+    return found
+
+
+async def resolve_item_references(store: ResponseStore, request_input: Input) -> Input:
+    """``request_input`` with each ``item_reference`` replaced by the stored output item of
+    that id (the same object when it has none); OpenAI's 400 naming an unknown id."""
+    if isinstance(request_input, str):
+        return request_input
+    wanted = [i["id"] for i in request_input if i.get("type") == "item_reference"]
+    if not wanted:
+        return request_input
+    found = await store.items(list(dict.fromkeys(wanted)))
+    for item_id in wanted:
+        if item_id not in found:
             raise RequestError(
                 400,
-                f"Previous response with id '{previous_response_id}' not found.",
-                param="previous_response_id",
-                code="previous_response_not_found",
+                f"Item with id '{item_id}' not found. Items are not persisted when `store` is "
+                "set to false. Try again with `store` set to true, or remove this item from "
+                "your input.",
+                param="input",
             )
-        return found
-
-    def record(self, response_id: str, calls: Calls, output: Iterable[Any]) -> None:
-        """Store ``response_id`` with the conversation's ``calls`` and its ``output`` calls."""
-        conversation = dict(calls)
-        for item in output:
-            if getattr(item, "type", None) == "function_call":
-                conversation[item.call_id] = item.name
-        self._calls[response_id] = conversation
-        while len(self._calls) > self.capacity:
-            self._calls.popitem(last=False)
+    return [found[i["id"]] if i.get("type") == "item_reference" else i for i in request_input]
 
 
-def conversation_calls(
-    store: ResponseStore, previous_response_id: str | None, request_input: Any
-) -> Calls:
-    """The function calls a request's conversation holds (those of the previous response
-    and of its input); a ``function_call_output`` that answers none of them is OpenAI's 400."""
-    calls = dict(store.previous_calls(previous_response_id))
+def turn_messages(
+    conversation: Conversation, output: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """The messages stored with a turn's response: its conversation, input and ``output``."""
+    own: Sequence[Mapping[str, Any]]
+    if isinstance(conversation.input, str):
+        own = [{"type": "message", "role": "user", "content": conversation.input}]
+    else:
+        own = conversation.input
+    return [*conversation.history, *own, *output]
+
+
+def calls_of(messages: Sequence[Mapping[str, Any]]) -> Calls:
+    """The function calls among ``messages`` (``call_id`` -> name)."""
+    return {
+        m["call_id"]: m["name"]
+        for m in messages
+        if m.get("type") == "function_call" and "call_id" in m and "name" in m
+    }
+
+
+def conversation_calls(previous: Calls, request_input: Input) -> Calls:
+    """The function calls a request's conversation holds (``previous`` and those of its
+    input); a ``function_call_output`` that answers none of them is OpenAI's 400."""
+    calls = dict(previous)
     if isinstance(request_input, str):
         return calls
     for item in request_input:

@@ -2,9 +2,10 @@
 """Local OpenAI Responses server backed by the simulated gpt-oss engine.
 
 ``create_app(engine_config, generator)`` serves ``POST /v1/responses`` (SSE stream or JSON),
-``POST /v1/chat/completions`` (:mod:`.chat`),
-``GET /v1/models`` and ``GET /health`` (``{"active_streams": n}``). ``generator="ours"``
-streams through :class:`~trtllm_stream_fix.core.machine.ResponsesEventMachine`;
+``GET`` and ``DELETE /v1/responses/{id}`` (stored responses, from the ``store`` it is given:
+in-process by default, Redis to share them between replicas), ``POST /v1/chat/completions``
+(:mod:`.chat`), ``GET /v1/models`` and ``GET /health`` (``{"active_streams": n}``).
+``generator="ours"`` streams through :class:`~trtllm_stream_fix.core.machine.ResponsesEventMachine`;
 ``"upstream"`` through the upstream-equivalent baseline, for comparison.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request
@@ -32,7 +33,15 @@ from ..core.response import build_response as build_response_object
 from ..core.response import request_echo, typed_tools
 from ..core.sse import format_sse, model_to_json
 from ..defaults import new_context, random_id
-from .conversations import ResponseStore, conversation_calls, engine_input
+from ..store import MemoryStore, ResponseStore, StoreError
+from ..store.base import decode
+from .conversations import (
+    Conversation,
+    engine_input,
+    load_conversation,
+    store_failure,
+    turn_messages,
+)
 from .direct_routes import DirectRoutesApp
 from .engine import EngineConfig, Generation, SimulatedEngine
 from .faults import inject
@@ -136,9 +145,10 @@ class _Streamer:
         context: ResponseContext,
         generation: Generation,
         interval: int | None,
-        on_end: Callable[[Any], None] = lambda response: None,
+        on_end: Callable[[Any], Awaitable[list[Any]]] | None = None,
     ) -> AsyncIterator[str]:
-        """The SSE chunks; ``on_end`` gets the Response of the terminal event."""
+        """The SSE chunks; ``on_end`` gets the terminal event before it is sent and returns
+        the events sent in its place (itself, or ``error`` + ``response.failed``)."""
         stream = self._stream_object(context)
         sent: list[Any] = list(stream.start())
         yield "".join(format_sse(event) for event in sent)
@@ -154,13 +164,14 @@ class _Streamer:
                 # Upstream's stream guard turns an escaping exception into error + failed.
                 logger.warning("upstream-equivalent stream raised: %r", exc)
                 failed = _failed_events(context, f"{type(exc).__name__}: {exc}", next_seq)
-                on_end(failed[-1].response)
+                if on_end is not None:
+                    failed[-1:] = await on_end(failed[-1])
                 yield "".join(format_sse(event) for event in failed)
                 return
             if events:
                 next_seq = events[-1].sequence_number + 1
-                if events[-1].type in TERMINAL_TYPES:
-                    on_end(events[-1].response)
+                if on_end is not None and events[-1].type in TERMINAL_TYPES:
+                    events[-1:] = await on_end(events[-1])
                 yield "".join(format_sse(event) for event in events)
             if response.finished:
                 return
@@ -183,6 +194,26 @@ def warm_up(encoding: Any, stream_config: StreamConfig) -> None:
             )
         for event in events:
             format_sse(event)
+
+
+def _unstored_events(terminal: Any, message: str) -> list[Any]:
+    """``error`` + ``response.failed`` in place of ``terminal``, whose response the store
+    could not keep: the items the client saw, status ``failed`` with the store's error."""
+    from openai.types.responses import ResponseError
+
+    failed = terminal.response.model_copy(
+        update={
+            "status": "failed",
+            "error": ResponseError(code="server_error", message=message),
+            "incomplete_details": None,
+            "completed_at": None,
+        }
+    )
+    seq = terminal.sequence_number
+    return [
+        ev.error(message, "server_error", seq),
+        ev.lifecycle("response.failed", failed, seq + 1),
+    ]
 
 
 def _failed_events(context: ResponseContext, message: str, seq: int) -> list[Any]:
@@ -264,10 +295,12 @@ def create_app(
     max_body_bytes: int | None = None,
     allow_faults: bool = False,
     models: tuple[str, ...] = DEFAULT_MODELS,
+    store: ResponseStore | None = None,
 ) -> FastAPI:
     """The local server app (one simulated engine, one stream generator).
 
-    ``limits`` bounds each request (``max_body_bytes`` overrides its body size).
+    ``limits`` bounds each request (``max_body_bytes`` overrides its body size); ``store``
+    keeps the responses (default: a new in-process :class:`~trtllm_stream_fix.store.MemoryStore`).
     """
     if generator not in ("ours", "upstream"):
         raise ValueError(f"unknown generator {generator!r}")
@@ -284,7 +317,7 @@ def create_app(
     engine = SimulatedEngine(engine_config)
     streamer = _Streamer(engine, generator, stream_config, encoding)
     gauge = StreamGauge()
-    store = ResponseStore()
+    store = store if store is not None else MemoryStore()
     started = int(time.time())
 
     app = DirectRoutesApp(
@@ -327,18 +360,20 @@ def create_app(
                 raise RequestError(
                     400, "fault injection is disabled on this server", param="sim_fault"
                 )
-            calls = conversation_calls(store, body.previous_response_id, body.input)
+            conversation = await load_conversation(
+                store, body.previous_response_id, body.input, store_turn=body.store
+            )
             generation = select_generation(
                 engine,
                 body,
-                engine_input(body.input, calls),
+                engine_input(conversation.input, conversation.previous_calls),
                 max_output_tokens=body.max_output_tokens,
                 tools=body.tools,
                 tool_choice=body.tool_choice,
                 parallel_tool_calls=body.parallel_tool_calls,
                 reasoning_effort=(body.reasoning or {}).get("effort"),
             )
-            prompt = "\n".join(filter(None, (body.instructions, input_text(body.input))))
+            prompt = "\n".join(filter(None, (body.instructions, input_text(conversation.input))))
             num_prompt_tokens = await prompt_tokens(prompt, encoding, limits)
         except RequestError as exc:
             return _error(exc)
@@ -348,11 +383,6 @@ def create_app(
                 status_code=503,
             )
         context = _context(body, num_prompt_tokens)
-
-        def stored(response: Any) -> None:
-            if body.store:
-                store.record(response.id, calls, response.output)
-
         if not body.stream:
             response = build_response(
                 context,
@@ -362,10 +392,24 @@ def create_app(
                 encoding=encoding,
                 new_id=random_id,
             )
-            stored(response)
-            return Response(model_to_json(response), media_type="application/json")
+            text = model_to_json(response)
+            if body.store:
+                try:
+                    await _put(store, text, conversation)
+                except StoreError as exc:
+                    return _error(store_failure(exc))
+            return Response(text, media_type="application/json")
+
+        async def stored(terminal: Any) -> list[Any]:
+            try:
+                await _put(store, model_to_json(terminal.response), conversation)
+            except StoreError as exc:
+                logger.warning("response %s not stored: %s", terminal.response.id, exc)
+                return _unstored_events(terminal, str(exc))
+            return [terminal]
+
         chunks: AsyncIterator[Any] = streamer.chunks(
-            context, generation, body.stream_interval, stored
+            context, generation, body.stream_interval, stored if body.store else None
         )
         if body.sim_fault:
             chunks = inject(body.sim_fault, chunks)
@@ -380,6 +424,26 @@ def create_app(
     # The endpoint reads, bounds and answers the request itself: FastAPI's middleware and
     # per-request dependency and response handling would be work for nothing.
     app.add_direct_route("/v1/responses", responses)
+
+    @app.get("/v1/responses/{response_id}")
+    async def get_response(response_id: str) -> Response:
+        try:
+            found = await store.get(response_id)
+        except StoreError as exc:
+            return _error(store_failure(exc))
+        if found is None:
+            return _error(_response_not_found(response_id))
+        return JSONResponse(found)
+
+    @app.delete("/v1/responses/{response_id}")
+    async def delete_response(response_id: str) -> Response:
+        try:
+            deleted = await store.delete(response_id)
+        except StoreError as exc:
+            return _error(store_failure(exc))
+        if not deleted:
+            return _error(_response_not_found(response_id))
+        return JSONResponse({"id": response_id, "object": "response", "deleted": True})
 
     from ..core.chat_machine import ChatOptions
     from .chat import add_chat_routes
@@ -398,6 +462,16 @@ def create_app(
         ),
     )
     return app
+
+
+async def _put(store: ResponseStore, response_json: str, conversation: Conversation) -> None:
+    """Store a turn's response (its JSON as sent) with the conversation's messages."""
+    response = decode(response_json)
+    await store.put(response, turn_messages(conversation, response["output"]))
+
+
+def _response_not_found(response_id: str) -> RequestError:
+    return RequestError(404, f"Response with id '{response_id}' not found.")
 
 
 async def _tracked(

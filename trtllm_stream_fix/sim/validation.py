@@ -4,8 +4,9 @@
 Function tools are checked against our own model (OpenAI's name rule, ``parameters`` an
 object, ``strict`` a bool); other tool types against the openai SDK's ``ToolParam`` type of
 that name. Input items are checked by type: messages (text parts), function calls and their
-outputs, reasoning items; other item types are refused, as the simulated engine cannot
-render them.
+outputs, reasoning items, references to stored items (``item_reference``, resolved from the
+store by the server); other item types are refused, as the simulated engine cannot render
+them.
 """
 
 from __future__ import annotations
@@ -60,6 +61,11 @@ class _FunctionCallOutput(_Strict):
     output: str | list[_TextPart]
 
 
+class _ItemReference(_Strict):
+    type: Literal["item_reference"]
+    id: str = Field(min_length=1)
+
+
 class _Reasoning(_Strict):
     type: Literal["reasoning"]
     summary: list[_TextPart] = Field(default_factory=list)
@@ -71,6 +77,7 @@ _INPUT_ITEMS: dict[str, type[BaseModel]] = {
     "function_call": _FunctionCall,
     "function_call_output": _FunctionCallOutput,
     "reasoning": _Reasoning,
+    "item_reference": _ItemReference,
 }
 
 
