@@ -40,3 +40,15 @@ def fixed(monkeypatch):
     install()
     yield
     uninstall()
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    """A ``redis-server`` of this session's own, without persistence (skipped without one)."""
+    from trtllm_stream_fix.testing.redis_server import RedisServer, missing
+
+    reason = missing()
+    if reason:
+        pytest.skip(reason)
+    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
+        yield server

@@ -1,0 +1,245 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The response store's contract, on both backends (in-process and a real redis-server):
+put / get / history / items / delete over JSON values, bounds of the in-process store, TTL,
+store URLs, and a Redis that is down or hung answered as :class:`StoreUnavailable` within
+the timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+import time
+
+import pytest
+
+from trtllm_stream_fix.store import (
+    DEFAULT_TTL_SECONDS,
+    STORE_ENV,
+    MemoryStore,
+    StoreError,
+    StoreUnavailable,
+    open_store,
+)
+from trtllm_stream_fix.store.base import decode, encode
+from trtllm_stream_fix.testing.redis_server import RedisServer, free_port
+
+_prefixes = itertools.count()
+
+
+def _response(n: int, text: str = "hello") -> dict:
+    return {
+        "id": f"resp_{n}",
+        "object": "response",
+        "status": "completed",
+        "output": [
+            {"id": f"rs_{n}", "type": "reasoning", "summary": [], "content": []},
+            {"id": f"fc_{n}", "type": "function_call", "call_id": f"call_{n}", "name": "f"},
+            {"id": f"msg_{n}", "type": "message", "role": "assistant", "content": [text]},
+        ],
+    }
+
+
+def _messages(n: int) -> list[dict]:
+    return [{"type": "message", "role": "user", "content": f"turn {n}"}, *_response(n)["output"]]
+
+
+@pytest.fixture(params=["memory", "redis"])
+def store_url(request):
+    if request.param == "memory":
+        return "memory"
+    server = request.getfixturevalue("redis_server")
+    return f"{server.url}?prefix=test{os.getpid()}-{next(_prefixes)}:"
+
+
+def _run(url: str, steps):
+    async def main():
+        store = open_store(url)
+        try:
+            return await steps(store)
+        finally:
+            await store.close()
+
+    return asyncio.run(main())
+
+
+def test_a_put_response_reads_back_with_its_messages_and_items(store_url):
+    async def steps(store):
+        await store.put(_response(1), _messages(1))
+        await store.put(_response(2, "é 🌍 \u2028"), _messages(2))
+        return (
+            await store.get("resp_2"),
+            await store.history("resp_1"),
+            await store.items(["fc_1", "msg_2", "rs_nope", "fc_1"]),
+            await store.get("resp_nope"),
+            await store.history("resp_nope"),
+        )
+
+    response, history, items, missing, missing_history = _run(store_url, steps)
+    assert response == _response(2, "é 🌍 \u2028")
+    assert history == _messages(1)
+    assert items == {
+        "fc_1": _response(1)["output"][1],
+        "msg_2": _response(2, "é 🌍 \u2028")["output"][2],
+    }
+    assert missing is None and missing_history is None
+
+
+def test_delete_forgets_the_response_its_messages_and_its_items(store_url):
+    async def steps(store):
+        await store.put(_response(1), _messages(1))
+        await store.put(_response(2), _messages(2))
+        first = await store.delete("resp_1")
+        again = await store.delete("resp_1")
+        return (
+            first,
+            again,
+            await store.get("resp_1"),
+            await store.history("resp_1"),
+            await store.items(["rs_1", "fc_1", "msg_1", "msg_2"]),
+        )
+
+    first, again, response, history, items = _run(store_url, steps)
+    assert (first, again, response, history) == (True, False, None, None)
+    assert list(items) == ["msg_2"]
+
+
+def test_a_put_again_replaces_the_record(store_url):
+    async def steps(store):
+        await store.put(_response(1, "old"), _messages(1))
+        await store.put(_response(1, "new"), [])
+        return await store.get("resp_1"), await store.history("resp_1")
+
+    response, history = _run(store_url, steps)
+    assert response["output"][2]["content"] == ["new"] and history == []
+
+
+def test_the_memory_store_is_bounded_in_records_least_recently_used_first():
+    store = MemoryStore(capacity=3)
+
+    async def steps():
+        for n in range(3):
+            await store.put(_response(n), _messages(n))
+        await store.get("resp_0")  # used: resp_1 is now the oldest
+        await store.put(_response(3), _messages(3))
+        return [await store.get(f"resp_{n}") is not None for n in range(4)]
+
+    assert asyncio.run(steps()) == [True, False, True, True]
+    assert len(store) == 3 and store.evicted == 1
+
+
+def test_the_memory_store_is_bounded_in_bytes():
+    one = len(encode(_response(0))) + len(encode(_messages(0)))
+    one += sum(len(encode(item)) for item in _response(0)["output"])
+    store = MemoryStore(capacity=100, max_bytes=one * 2 + one // 2)
+
+    async def steps():
+        for n in range(5):
+            await store.put(_response(n), _messages(n))
+        return [await store.get(f"resp_{n}") is not None for n in range(5)]
+
+    assert asyncio.run(steps()) == [False, False, False, True, True]
+    assert store.bytes <= store.max_bytes and store.evicted == 3
+    assert asyncio.run(store.items(["fc_0", "fc_4"])).keys() == {"fc_4"}
+
+
+def test_a_record_larger_than_the_memory_store_is_a_store_error():
+    store = MemoryStore(max_bytes=100)
+    with pytest.raises(StoreError, match="exceeds max_bytes"):
+        asyncio.run(store.put(_response(1, "x" * 200), []))
+    assert len(store) == 0 and store.bytes == 0
+
+
+def test_memory_records_expire_after_the_ttl():
+    now = [1000.0]
+    store = MemoryStore(ttl=60, clock=lambda: now[0])
+
+    async def steps():
+        await store.put(_response(1), _messages(1))
+        now[0] += 59
+        kept = await store.get("resp_1") is not None
+        now[0] += 2
+        return kept, await store.get("resp_1"), await store.items(["fc_1"]), len(store)
+
+    assert asyncio.run(steps()) == (True, None, {}, 0)
+
+
+def test_redis_records_carry_the_ttl_and_prefix(redis_server):
+    import redis
+
+    url = f"{redis_server.url}?prefix=ttl{os.getpid()}:&ttl=120"
+    _run(url, lambda store: store.put(_response(1), _messages(1)))
+    client = redis.Redis(port=redis_server.port)
+    keys = sorted(k.decode() for k in client.keys(f"ttl{os.getpid()}:*"))
+    assert keys == [
+        f"ttl{os.getpid()}:{kind}:{name}"
+        for kind, name in [
+            ("item", "fc_1"),
+            ("item", "msg_1"),
+            ("item", "rs_1"),
+            ("messages", "resp_1"),
+            ("response", "resp_1"),
+        ]
+    ]
+    assert all(110 <= client.ttl(k) <= 120 for k in keys)
+    client.close()
+
+
+def test_store_urls():
+    memory = open_store("memory://?capacity=5&max_bytes=1000&ttl=9")
+    assert isinstance(memory, MemoryStore)
+    assert (memory.capacity, memory.max_bytes, memory.ttl) == (5, 1000, 9)
+    assert isinstance(open_store(None, environ={}), MemoryStore)
+    assert open_store(None, environ={STORE_ENV: "memory://?capacity=7"}).capacity == 7
+    redis_store = open_store("redis://:secret@10.0.0.1:6390/2?prefix=p:&ttl=60&timeout=0.5")
+    assert (redis_store.prefix, redis_store.ttl) == ("p:", 60)
+    assert "secret" not in redis_store.name and "10.0.0.1:6390/2" in redis_store.name
+    assert open_store("redis://h").ttl == DEFAULT_TTL_SECONDS == 30 * 24 * 3600
+    for bad, message in [
+        ("memcached://h", "unknown scheme 'memcached'"),
+        ("memory://?size=3", "unknown option 'size'"),
+        ("memory://?capacity=0", "must be positive"),
+        ("redis://h?ttl=soon", "invalid literal"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            open_store(bad)
+
+
+def test_json_beyond_orjson_round_trips():
+    value = {"big": 2**70, "lone": "\ud800", "text": "ok"}
+    assert decode(encode(value)) == value
+
+
+def test_a_redis_that_is_down_is_store_unavailable_at_once():
+    url = f"redis://127.0.0.1:{free_port()}/0"
+
+    async def steps(store):
+        started = time.monotonic()
+        failures = []
+        for call in (store.ping(), store.get("r"), store.put(_response(1), []), store.items(["i"])):
+            with pytest.raises(StoreUnavailable) as caught:
+                await call
+            failures.append(str(caught.value))
+        return time.monotonic() - started, failures
+
+    elapsed, failures = _run(url, steps)
+    assert elapsed < 2
+    assert all(f.startswith(f"response store {url} is unavailable: ") for f in failures)
+
+
+def test_a_hung_redis_is_store_unavailable_within_the_timeout(tmp_path):
+    with RedisServer(tmp_path) as server:
+        os.kill(server._process.pid, signal.SIGSTOP)
+        try:
+
+            async def steps(store):
+                started = time.monotonic()
+                with pytest.raises(StoreUnavailable, match="is unavailable: Timeout"):
+                    await store.get("r")
+                return time.monotonic() - started
+
+            elapsed = _run(f"{server.url}?timeout=0.2", steps)
+        finally:
+            os.kill(server._process.pid, signal.SIGCONT)
+    assert 0.2 <= elapsed < 1.5
