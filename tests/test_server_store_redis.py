@@ -75,7 +75,12 @@ def _items(response: Any) -> list[tuple[Any, ...]]:
     """Each output item's id, type, arguments and text (streamed responses parse into the
     SDK's ``Parsed*`` classes, fetched ones do not)."""
     return [
-        (i.id, i.type, getattr(i, "arguments", None), repr(getattr(i, "content", None)))
+        (
+            i.id,
+            i.type,
+            getattr(i, "arguments", None),
+            [p.text for p in getattr(i, "content", None) or ()],
+        )
         for i in response.output
     ]
 
@@ -174,7 +179,9 @@ def test_redis_killed_mid_conversation_then_restarted_with_its_append_only_file(
             ]
             for error in errors:
                 assert error["type"] == "server_error" and error["code"] == "store_unavailable"
-                assert error["message"].startswith(f"response store {redis_server.url} is unavailable")
+                assert error["message"].startswith(
+                    f"response store {redis_server.url} is unavailable"
+                )
             # The server is alive: health, and turns that need no store.
             assert httpx.get(f"{url}/health", timeout=10).json()["status"] == "ok"
             unstored = client.responses.create(model=MODEL, input="hi", store=False)
