@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A typed client other than the Python SDK: the official OpenAI Node SDK streams from both
-simulated servers (``tests/node/client.mjs``).
+"""Typed clients other than the Python SDK: the official OpenAI Node SDK streams from both
+simulated servers (``tests/node/client.mjs``), and the Vercel AI SDK runs a tool loop
+(``tests/node/ai_sdk_agent.mjs``).
 
 ``client.responses.stream(...)`` + ``finalResponse()`` with and without tools, and
 ``client.chat.completions.stream(...)`` + ``finalChatCompletion()``: every stream of ours must
 pass; the upstream-equivalent generator is shown failing the SDK's Responses accumulator.
-Skipped (with the reason) when node or the npm package is missing: ``.ci/run`` installs it
-into ``.node/`` (``TRTLLM_STREAM_FIX_NODE_DIR`` points elsewhere).
+The AI SDK's OpenAI Responses provider, with its default ``store: true``, sends step 2 of a
+tool loop with ``item_reference`` input items (``generateText`` and ``streamText``).
+Skipped (with the reason) when node or the npm packages are missing: ``.ci/run`` installs
+``tests/node/package.json`` into ``.node/`` (``TRTLLM_STREAM_FIX_NODE_DIR`` points elsewhere).
 """
 
 from __future__ import annotations
@@ -24,9 +27,9 @@ from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT = ROOT / "tests" / "node" / "client.mjs"
-SDK_VERSION = json.loads((ROOT / "tests" / "node" / "package.json").read_text())["dependencies"][
-    "openai"
-]
+AI_SDK_AGENT = ROOT / "tests" / "node" / "ai_sdk_agent.mjs"
+PACKAGES = json.loads((ROOT / "tests" / "node" / "package.json").read_text())["dependencies"]
+SDK_VERSION = PACKAGES["openai"]
 RESPONSES_STREAMS = 8
 
 
@@ -34,18 +37,28 @@ def _node_dir() -> Path:
     return Path(os.environ.get("TRTLLM_STREAM_FIX_NODE_DIR") or ROOT / ".node")
 
 
-@pytest.fixture(scope="module")
-def node() -> str:
+def _node_with(*packages: str) -> str:
+    """The node binary, once ``packages`` are installed in the node directory (else skip)."""
     found = shutil.which("node")
     if found is None:
         pytest.skip("node is not installed")
-    sdk = _node_dir() / "node_modules" / "openai" / "package.json"
-    if not sdk.is_file():
-        pytest.skip(
-            f"the OpenAI Node SDK is not installed in {_node_dir()} (.ci/run installs it: "
-            f"npm install --prefix .node openai@{SDK_VERSION})"
-        )
+    for name in packages:
+        if not (_node_dir() / "node_modules" / name / "package.json").is_file():
+            pytest.skip(
+                f"{name} is not installed in {_node_dir()} (.ci/run installs it: "
+                f"npm install --prefix .node {name}@{PACKAGES[name]})"
+            )
     return found
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    return _node_with("openai")
+
+
+@pytest.fixture(scope="module")
+def ai_sdk_node() -> str:
+    return _node_with("ai", "@ai-sdk/openai")
 
 
 def _run(node: str, generator: str, **engine: Any) -> list[dict[str, Any]]:
@@ -83,3 +96,25 @@ def test_the_node_sdk_rejects_the_upstream_equivalent_responses_streams(node):
     failed = [r for r in results if not r["ok"]]
     assert failed and all(r["name"].startswith("responses") for r in failed), results
     assert any("output item id" in r["error"] for r in failed), failed
+
+
+def test_the_vercel_ai_sdk_runs_a_tool_loop_with_item_references(ai_sdk_node):
+    with serve_in_thread(create_app(EngineConfig(stream_interval=20))) as url:
+        done = subprocess.run(
+            [ai_sdk_node, str(AI_SDK_AGENT), f"{url}/v1"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "OPENAI_NODE_DIR": str(_node_dir())},
+        )
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert lines and lines[-1].get("summary"), (done.returncode, done.stdout, done.stderr)
+    summary, runs = lines[-1], lines[:-1]
+    assert (summary["ai"], summary["provider"]) == (PACKAGES["ai"], PACKAGES["@ai-sdk/openai"])
+    assert [r["name"] for r in runs] == ["generateText", "streamText"]
+    assert [r for r in runs if not r["ok"]] == [] and done.returncode == 0, done.stderr
+    for run in runs:
+        assert run["finishReasons"] == ["tool-calls", "stop"] and run["toolCalls"] == 1, run
+        first, second = run["sent"]
+        assert first == ["message"] and "item_reference" in second, run
+        assert "get_weather returned" in run["text"], run

@@ -4,13 +4,17 @@ fixture: skipped without the binary or the ``redis`` package), through the OpenA
 a tool-calling agent conversation alternating replicas (``previous_response_id``,
 ``item_reference``, ``GET``, ``DELETE``), and a Redis killed mid-conversation (503s, the
 server alive, ``store: false`` served) then restarted with its append-only file (the turns
-completed before the kill are there again).
+completed before the kill are there again); two ``trtllm-stream-fix serve`` processes given
+one Redis by ``--store`` and by ``TRTLLM_STREAM_FIX_STORE``.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -194,3 +198,51 @@ def test_redis_killed_mid_conversation_then_restarted_with_its_append_only_file(
                 model=MODEL, input="and tomorrow?", previous_response_id=second.id
             )
             assert third.status == "completed"
+
+
+@contextmanager
+def _serving(*commands: tuple[list[str], dict[str, str]]) -> Iterator[list[tuple[str, str]]]:
+    """``trtllm-stream-fix serve --port 0 ARGS`` with ``ENV`` for each ``(ARGS, ENV)``, all
+    started at once: (base URL, banner) of each."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "trtllm_stream_fix.cli", "serve", "--port", "0", *args],
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
+        )
+        for args, env in commands
+    ]
+    try:
+        served = []
+        for proc in procs:
+            banner = proc.stderr.readline()
+            match = re.search(r"on (http://127\.0\.0\.1:\d+)", banner)
+            assert match, banner
+            served.append((match.group(1), banner))
+        yield served
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=30)
+            proc.stderr.close()
+
+
+@pytest.mark.slow  # two server processes start (seconds each)
+def test_two_serve_replicas_share_one_redis_by_flag_and_by_environment(redis_server):
+    store_url = f"{redis_server.url}?prefix=serve{os.getpid()}-{next(_prefixes)}:"
+    environment = {"TRTLLM_STREAM_FIX_STORE": store_url}
+    with _serving((["--store", store_url], {}), ([], environment)) as served:
+        (one, banner), (two, other) = served
+        assert f"store {redis_server.url})" in banner and f"store {redis_server.url})" in other
+        a, b = _client(one), _client(two)
+        first = a.responses.create(model=MODEL, input=QUESTION, tools=[WEATHER])
+        output = {"type": "function_call_output", "call_id": _call(first).call_id, "output": "ok"}
+        second = b.responses.create(
+            model=MODEL, input=[output], tools=[WEATHER], previous_response_id=first.id
+        )
+        assert second.status == "completed"
+        assert _items(b.responses.retrieve(first.id)) == _items(first)
+        b.responses.delete(first.id)
+        with pytest.raises(openai.NotFoundError):
+            a.responses.retrieve(first.id)

