@@ -5,12 +5,17 @@ Served as ``trtllm-stream-fix serve`` serves it (``sim.http_server.serve_on``: t
 uvicorn configuration and connection limits).
 
 python benchmarks/_sim_server.py --port 8123 --stream-interval 20 --generator ours
+python benchmarks/_sim_server.py --port 8123 --store redis://127.0.0.1:6379/0 \
+    --store-timings timings.json   # the store's time per turn, written when the server ends
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -22,11 +27,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--generator", choices=("ours", "upstream"), default="ours")
     parser.add_argument("--parser", choices=("fast", "reference"), default=None)
     parser.add_argument("--profile", help="write a cProfile of the server to this file")
+    parser.add_argument("--store", default="memory", help="response store URL (default memory)")
+    parser.add_argument(
+        "--store-timings",
+        type=Path,
+        help="time every store call; write them (and their sum per turn) here at exit",
+    )
     args = parser.parse_args(argv)
 
     from trtllm_stream_fix.core.config import StreamConfig
     from trtllm_stream_fix.sim import EngineConfig, create_app
     from trtllm_stream_fix.sim.http_server import bind, serve_on
+    from trtllm_stream_fix.store import open_store
+
+    store = open_store(args.store)
+    if args.store_timings:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from _conversations import TimedStore
+
+        store = TimedStore(store)
 
     config = StreamConfig() if args.parser is None else StreamConfig(parser=args.parser)
     app = create_app(
@@ -35,7 +54,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         generator=args.generator,
         stream_config=config,
+        store=store,
     )
+    if args.store_timings:
+        # uvicorn re-raises the SIGTERM it shut down on: the file is written at shutdown.
+        timed, path = store, args.store_timings
+        app.router.add_event_handler(
+            "shutdown", lambda: path.write_text(json.dumps(timed.report()))
+        )
     profile = None
     if args.profile:
         import cProfile
@@ -50,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if profile is not None:
             profile.disable()
             profile.dump_stats(args.profile)
+
     return 0
 
 

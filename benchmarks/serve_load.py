@@ -6,6 +6,11 @@ so it can also read that server's CPU time. ``--url`` points it at any OpenAI-co
 server instead, e.g. a real ``trtllm-serve``; ``--server-pid`` then names the local process
 (its descendants included) whose CPU time to measure.
 
+``--conversations N --turns T`` runs N multi-turn tool conversations at once instead, every
+turn continuing the previous one by ``previous_response_id`` (``_conversations``): turns per
+second, lost turns, and the time the embedded server's store (``--store memory`` or
+``--store redis://...``) adds to each turn, measured inside the server.
+
 ``--api responses`` (default) streams ``POST /v1/responses``; ``--api chat`` streams
 ``POST /v1/chat/completions`` with ``stream_options.include_usage``. Per concurrency level N,
 N workers each send ``--requests`` streamed requests back to back. Reported: stream validity
@@ -18,6 +23,7 @@ output tokens.
     python benchmarks/serve_load.py --url http://gpu-host:8000 --model gpt-oss-120b
     python benchmarks/serve_load.py --quick --json
     python benchmarks/serve_load.py --api chat --levels 128 --requests 2
+    python benchmarks/serve_load.py --conversations 128 --turns 4 --store redis://127.0.0.1:6379/0
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import _conversations
 from _runner import bench_env, machine_info, percentile
 
 from trtllm_stream_fix.checker import StreamRecord, StreamSession
@@ -152,10 +159,16 @@ def wait_healthy(url: str, timeout: float, proc: subprocess.Popen | None = None)
 
 @contextmanager
 def embedded_server(
-    stream_interval: int, tokens_per_second: float, generator: str, parser: str | None = None
+    stream_interval: int,
+    tokens_per_second: float,
+    generator: str,
+    parser: str | None = None,
+    store: str | None = None,
+    store_timings: Path | None = None,
 ) -> Iterator[tuple[str, int]]:
     """The simulated server in a subprocess: yields (base URL, pid). ``parser`` picks the
-    Harmony parser of our generator (``fast``/``reference``; None = the default)."""
+    Harmony parser of our generator (``fast``/``reference``; None = the default); ``store``
+    its response store URL, whose call times it writes to ``store_timings`` when it ends."""
     port = _free_port()
     cmd = [
         sys.executable,
@@ -169,6 +182,8 @@ def embedded_server(
         "--generator",
         generator,
         *(("--parser", parser) if parser else ()),
+        *(("--store", store) if store else ()),
+        *(("--store-timings", str(store_timings)) if store_timings else ()),
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
@@ -301,6 +316,22 @@ def request_body(
     return body
 
 
+def client_limits(concurrency: int) -> Any:
+    """The client's connection pool for ``concurrency`` streams at once.
+
+    Idle connections are dropped well before a server's keep-alive timeout (uvicorn's
+    default is 5 s, httpx's expiry too): a loaded client that reads a stream late would
+    otherwise send its next request on a connection the server is closing.
+    """
+    import httpx
+
+    return httpx.Limits(
+        max_connections=concurrency + 4,
+        max_keepalive_connections=concurrency,
+        keepalive_expiry=KEEPALIVE_EXPIRY_S,
+    )
+
+
 async def run_level(
     url: str,
     model: str,
@@ -314,14 +345,7 @@ async def run_level(
 ) -> tuple[list[StreamResult], float]:
     import httpx
 
-    # Idle connections are dropped well before a server's keep-alive timeout (uvicorn's
-    # default is 5 s, httpx's expiry too): a loaded client that reads a stream late would
-    # otherwise send its next request on a connection the server is closing.
-    limits = httpx.Limits(
-        max_connections=concurrency + 4,
-        max_keepalive_connections=concurrency,
-        keepalive_expiry=KEEPALIVE_EXPIRY_S,
-    )
+    limits = client_limits(concurrency)
     endpoint = f"{url.rstrip('/')}{API_PATHS[api]}"
     async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(timeout)) as client:
 
@@ -497,12 +521,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="embedded server: the Harmony parser of our generator (default: fast)",
     )
+    parser.add_argument(
+        "--conversations",
+        type=int,
+        default=None,
+        help="conversation mode: this many multi-turn tool conversations at once",
+    )
+    parser.add_argument("--turns", type=int, default=4, help="conversation mode: turns each")
+    parser.add_argument(
+        "--store",
+        default="memory",
+        help="embedded server's response store: memory or redis://HOST:PORT/DB?prefix=...",
+    )
     parser.add_argument("--timeout", type=float, default=600.0, help="per-stream deadline, s")
     parser.add_argument("--quick", action="store_true", help="2 streams, 1 request each")
     parser.add_argument("--json", action="store_true", help="print the report as JSON only")
     parser.add_argument("--out", type=Path, default=HERE / "results", help="results folder")
     parser.add_argument("--tag", default=None, help="results file name stem")
     args = parser.parse_args(argv)
+    if args.conversations:
+        return conversation_mode(args)
 
     if args.levels:
         levels = tuple(int(x) for x in args.levels.split(",") if x)
@@ -576,6 +614,97 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print("\n".join(validity))  # broken streams are reported before any figure
         print(f"\nMachine: {bench_env(report['machine'])}; {json.dumps(config)}\n")
+        print(table)
+        print(f"results: {args.out / stem}.{{json,md}}")
+    return 0 if report["all_valid"] else 1
+
+
+def _conversation_rows(
+    url: str, args: argparse.Namespace, warm_up_turns: int
+) -> list[_conversations.ConversationResult]:
+    """A warm-up (as many one-turn conversations as measured ones: the server's connection
+    pools fill), then the measured conversations; the server's store timings are read by
+    the caller once the server has ended."""
+
+    def run(conversations: int, turns: int) -> tuple[list[list[Any]], float]:
+        return asyncio.run(
+            _conversations.run_conversations(
+                url,
+                args.model,
+                conversations,
+                turns,
+                one_stream=one_stream,
+                limits=client_limits(conversations),
+                timeout=args.timeout,
+            )
+        )
+
+    if warm_up_turns:
+        run(warm_up_turns, 1)
+    measured, wall = run(args.conversations, args.turns)
+    return [_conversations.summarize(measured, wall, args.turns, args.store)]
+
+
+def conversation_mode(args: argparse.Namespace) -> int:
+    """``--conversations N --turns T``: every turn checked; the embedded server measures the
+    time its store adds to each turn."""
+    import tempfile
+
+    config = {
+        "mode": "conversations",
+        "url": args.url or "embedded simulated server",
+        "model": args.model,
+        "conversations": args.conversations,
+        "turns": args.turns,
+    }
+    if args.url:
+        rows = _conversation_rows(args.url, args, warm_up_turns=0)
+        rows[0].store = "the server's"
+    else:
+        config.update(stream_interval=args.stream_interval, store=args.store)
+        warm_up = args.conversations
+        with tempfile.TemporaryDirectory() as tmp:
+            timings_file = Path(tmp) / "store_timings.json"
+            with embedded_server(
+                args.stream_interval,
+                args.tokens_per_second,
+                "ours",
+                store=args.store,
+                store_timings=timings_file,
+            ) as (url, _pid):
+                rows = _conversation_rows(url, args, warm_up)
+            timings = _conversations.read_timings(timings_file)
+        if timings is None:
+            print("the server wrote no store timings", file=sys.stderr)
+            return 1
+        rows = [
+            _conversations.with_timings(rows[0], _conversations.after_warm_up(timings, warm_up))
+        ]
+    report = {
+        "machine": machine_info(),
+        "config": config,
+        "all_valid": all(r.valid == r.turns for r in rows),
+        "conversations": [asdict(r) for r in rows],
+    }
+    scheme = args.store.split(":", 1)[0] if not args.url else "url"
+    stem = args.tag or f"serve_load_conversations_{scheme}"
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
+    table = _conversations.markdown(rows)
+    validity = [
+        f"{r.valid}/{r.turns} turns valid, {r.lost} lost"
+        + (f"; first problem: {r.first_problem}" if r.first_problem else "")
+        for r in rows
+    ]
+    header = f"Machine: {bench_env(report['machine'])}; {json.dumps(config)}"
+    (args.out / f"{stem}.md").write_text(
+        f"{header}\n\n" + "\n".join(f"- {v}" for v in validity) + "\n\n" + table
+    )
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print("\n".join(validity))
+        print(f"\n{header}\n")
         print(table)
         print(f"results: {args.out / stem}.{{json,md}}")
     return 0 if report["all_valid"] else 1
