@@ -183,7 +183,9 @@ def summarize(
     first_problem = None
     if bad:
         r = bad[0]
-        first_problem = f"{r.outcome}: {(r.violations or [r.detail or r.http_body])[0]}"[:300]
+        problem = (r.violations or [r.detail])[0]
+        body = f" {r.http_body}" if r.http_body else ""
+        first_problem = f"{r.outcome}: {problem}{body}"[:300]
     latencies = [r.total_latency * 1e3 for r in records if r.ok and r.total_latency is not None]
     valid = len(records) - len(bad)
     return ConversationResult(

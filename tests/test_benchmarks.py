@@ -256,6 +256,42 @@ def test_serve_load_quick_chat_streams_all_valid(tmp_path: Path) -> None:
     assert (tmp_path / "serve_load_chat_quick.json").is_file()
 
 
+def test_serve_load_conversations_are_checked_and_the_store_timed(tmp_path: Path) -> None:
+    """``--conversations``: every turn continues the previous one and is checked; the
+    embedded server's store times each turn (the warm-up's turns left out)."""
+    pytest.importorskip("trtllm_stream_fix.sim", reason="the simulated server is not available")
+    args = ("--conversations", "2", "--turns", "3", "--json", "--out", str(tmp_path))
+    proc = run_script("serve_load.py", *args)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    (row,) = report["conversations"]
+    assert report["all_valid"] is True and report["config"]["store"] == "memory"
+    assert (row["turns"], row["valid"], row["lost"]) == (6, 6, 0)
+    assert row["turns_per_s"] > 0 and row["turn_p99_ms"] >= row["turn_p50_ms"] > 0
+    # 2 first turns (a ping, a put), 4 continued ones (a history read, a put).
+    calls = {name: c["calls"] for name, c in row["store_calls"].items()}
+    assert calls == {"ping": 2, "history": 4, "put": 6}
+    assert 0 <= row["store_turn_p50_ms"] <= row["store_turn_p99_ms"] <= row["store_turn_max_ms"]
+    assert (tmp_path / "serve_load_conversations_memory.md").is_file()
+
+
+def test_serve_load_counts_the_turns_a_small_store_loses(tmp_path: Path) -> None:
+    """Against a server whose store keeps one response, conversations lose turns."""
+    sim = pytest.importorskip(
+        "trtllm_stream_fix.sim", reason="the simulated server is not available"
+    )
+    from trtllm_stream_fix.store import MemoryStore
+
+    app = sim.create_app(sim.EngineConfig(stream_interval=20), store=MemoryStore(capacity=1))
+    with sim.serve_in_thread(app) as url:
+        args = ("--url", url, "--conversations", "4", "--turns", "2", "--json")
+        proc = run_script("serve_load.py", *args, "--out", str(tmp_path))
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (row,) = json.loads(proc.stdout)["conversations"]
+    assert row["lost"] >= 1 and row["valid"] == row["turns"] - row["lost"]
+    assert "previous_response_not_found" in row["first_problem"]
+
+
 _HEADER = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 
 
