@@ -41,9 +41,10 @@ CITIES = ("Paris", "Kyoto", "Lima", "Oslo", "Accra", "Hanoi", "Quito", "Perth")
 
 
 class TimedStore(ResponseStore):
-    """``inner``, timing every call (``calls``: name and ms, in order) and summing the
+    """``inner``, timing every call (``calls``: name and wall ms, in order) and summing the
     calls each request's task awaits into one figure per turn, which its put ends
-    (``turn_ms``)."""
+    (``turn_ms``). Wall time by ``perf_counter`` only: a system call in the timed window (a
+    CPU clock) is where a loaded host deschedules the process, which then looks slow."""
 
     def __init__(self, inner: ResponseStore) -> None:
         self.inner = inner
@@ -93,7 +94,7 @@ def after_warm_up(timings: Mapping[str, Any], warm_up_turns: int) -> dict[str, A
     """``timings`` without the first ``warm_up_turns`` turns (all of them ended before the
     measured run began): their turn figures, and the calls up to their last put."""
     calls = timings["calls"]
-    puts = [n for n, (name, _) in enumerate(calls) if name == "put"]
+    puts = [n for n, call in enumerate(calls) if call[0] == "put"]
     first = puts[warm_up_turns - 1] + 1 if warm_up_turns and len(puts) >= warm_up_turns else 0
     return {"calls": calls[first:], "turn_ms": timings["turn_ms"][warm_up_turns:]}
 
@@ -114,6 +115,7 @@ class ConversationResult:
     store_turn_p50_ms: float | None = None
     store_turn_p99_ms: float | None = None
     store_turn_max_ms: float | None = None
+    load_average: tuple[float, float, float] | None = None
     store_calls: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
@@ -229,15 +231,16 @@ def markdown(rows: Sequence[ConversationResult]) -> str:
 
     lines = [
         "| store | conversations × turns | valid turns | lost | turns/s | turn p50 ms "
-        "| turn p99 ms | store ms / turn p50 | p99 | max |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| turn p99 ms | store ms / turn p50 | p99 | max | load avg |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r.store} | {r.conversations} × {r.turns_per_conversation} "
             f"| {r.valid}/{r.turns} | {r.lost} | {r.turns_per_s:.1f} | {fmt(r.turn_p50_ms, 1)} "
             f"| {fmt(r.turn_p99_ms, 1)} | {fmt(r.store_turn_p50_ms, 3)} "
-            f"| {fmt(r.store_turn_p99_ms, 3)} | {fmt(r.store_turn_max_ms, 3)} |"
+            f"| {fmt(r.store_turn_p99_ms, 3)} | {fmt(r.store_turn_max_ms, 3)} "
+            f"| {' / '.join(f'{x:.1f}' for x in r.load_average) if r.load_average else '–'} |"
         )
     return "\n".join(lines) + "\n"
 

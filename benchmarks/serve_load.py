@@ -642,7 +642,9 @@ def _conversation_rows(
     if warm_up_turns:
         run(warm_up_turns, 1)
     measured, wall = run(args.conversations, args.turns)
-    return [_conversations.summarize(measured, wall, args.turns, args.store)]
+    row = _conversations.summarize(measured, wall, args.turns, args.store)
+    row.load_average = os.getloadavg()  # the host's load over the last 1 / 5 / 15 minutes
+    return [row]
 
 
 def conversation_mode(args: argparse.Namespace) -> int:

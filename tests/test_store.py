@@ -193,8 +193,11 @@ def test_store_urls():
     assert (memory.capacity, memory.max_bytes, memory.ttl) == (5, 1000, 9)
     assert isinstance(open_store(None, environ={}), MemoryStore)
     assert open_store(None, environ={STORE_ENV: "memory://?capacity=7"}).capacity == 7
-    redis_store = open_store("redis://:secret@10.0.0.1:6390/2?prefix=p:&ttl=60&timeout=0.5")
+    redis_store = open_store(
+        "redis://:secret@10.0.0.1:6390/2?prefix=p:&ttl=60&timeout=0.5&max_connections=3"
+    )
     assert (redis_store.prefix, redis_store.ttl) == ("p:", 60)
+    assert redis_store._client.connection_pool.max_connections == 3
     assert "secret" not in redis_store.name and "10.0.0.1:6390/2" in redis_store.name
     assert open_store("redis://h").ttl == DEFAULT_TTL_SECONDS == 30 * 24 * 3600
     for bad, message in [
@@ -205,6 +208,21 @@ def test_store_urls():
     ]:
         with pytest.raises(ValueError, match=message):
             open_store(bad)
+
+
+def test_more_concurrent_calls_than_connections_wait_for_one(redis_server):
+    url = f"{redis_server.url}?prefix=pool{os.getpid()}:&max_connections=2"
+
+    async def steps(store):
+        await asyncio.gather(*(store.put(_response(n), _messages(n)) for n in range(200)))
+        found = await asyncio.gather(*(store.get(f"resp_{n}") for n in range(200)))
+        pool = store._client.connection_pool
+        return [r["id"] for r in found], len(pool._available_connections) + len(
+            pool._in_use_connections
+        )
+
+    ids, connections = _run(url, steps)
+    assert ids == [f"resp_{n}" for n in range(200)] and connections <= 2
 
 
 def test_json_beyond_orjson_round_trips():

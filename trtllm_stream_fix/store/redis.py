@@ -4,9 +4,10 @@
 Keys (``prefix`` default ``trtllm-stream-fix:``): ``{prefix}response:{id}`` (the response),
 ``{prefix}messages:{id}`` (its conversation), ``{prefix}item:{id}`` (each output item), JSON
 values, each with the store's TTL (default 30 days). A put is one MULTI/EXEC round trip, a
-read one command. Every call is bounded by ``timeout`` (connect and read, default 1 s) and
-retried once (a pooled connection a restarted Redis closed): a Redis that is down or slow is
-:class:`StoreUnavailable` within about two timeouts, never a hang.
+read one command. Calls share a pool of ``max_connections`` connections (default 64; a call
+waits up to ``timeout`` for a free one). Every call is bounded by ``timeout`` (connect and
+read, default 1 s) and retried once (a pooled connection a restarted Redis closed): a Redis
+that is down or slow is :class:`StoreUnavailable` within about two timeouts, never a hang.
 
 Needs the ``redis`` package (the ``store`` extra), imported when a store is created.
 """
@@ -31,6 +32,7 @@ from .base import (
 
 DEFAULT_PREFIX = "trtllm-stream-fix:"
 DEFAULT_TIMEOUT_SECONDS = 1.0
+DEFAULT_MAX_CONNECTIONS = 64
 SCHEMES = ("redis", "rediss", "unix")
 INSTALL_HINT = "the Redis store needs the redis package: pip install 'trtllm-stream-fix[store]'"
 
@@ -55,32 +57,37 @@ class RedisStore(ResponseStore):
         prefix: str = DEFAULT_PREFIX,
         ttl: int = DEFAULT_TTL_SECONDS,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         try:
             from redis import exceptions
-            from redis.asyncio import Redis
+            from redis.asyncio import BlockingConnectionPool, Redis
             from redis.asyncio.retry import Retry
             from redis.backoff import NoBackoff
         except ImportError as exc:
             raise ImportError(INSTALL_HINT, name="redis") from exc
-        if ttl < 1 or timeout <= 0:
-            raise ValueError("ttl and timeout must be positive")
+        if ttl < 1 or timeout <= 0 or max_connections < 1:
+            raise ValueError("ttl, timeout and max_connections must be positive")
         self.name = redacted(url)
         self.prefix = prefix
         self.ttl = int(ttl)
         self._down = (exceptions.ConnectionError, exceptions.TimeoutError, OSError, TimeoutError)
         self._failed = exceptions.RedisError
-        self._client = Redis.from_url(
+        pool = BlockingConnectionPool.from_url(
             url,
+            max_connections=max_connections,
+            timeout=timeout,  # waiting for a free connection
             socket_connect_timeout=timeout,
             socket_timeout=timeout,
             retry=Retry(NoBackoff(), 1),
         )
+        self._client = Redis(connection_pool=pool)
 
     @classmethod
     def from_url(cls, url: str) -> RedisStore:
-        """A store for ``redis://HOST:PORT/DB?prefix=P&ttl=SECONDS&timeout=SECONDS`` (also
-        ``rediss://`` and ``unix://``); other query parameters go to redis-py."""
+        """A store for ``redis://HOST:PORT/DB?prefix=P&ttl=SECONDS&timeout=SECONDS&
+        max_connections=N`` (also ``rediss://`` and ``unix://``); other query parameters go
+        to redis-py."""
         parts = urlsplit(url)
         query = dict(parse_qsl(parts.query, keep_blank_values=True))
         options: dict[str, Any] = {}
@@ -91,6 +98,8 @@ class RedisStore(ResponseStore):
                 options["ttl"] = int(query.pop("ttl"))
             if "timeout" in query:
                 options["timeout"] = float(query.pop("timeout"))
+            if "max_connections" in query:
+                options["max_connections"] = int(query.pop("max_connections"))
         except ValueError as exc:
             raise ValueError(f"store URL {redacted(url)}: {exc}") from None
         return cls(urlunsplit(parts._replace(query=urlencode(query))), **options)
