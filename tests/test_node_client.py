@@ -61,11 +61,14 @@ def ai_sdk_node() -> str:
     return _node_with("ai", "@ai-sdk/openai")
 
 
-def _run(node: str, generator: str, **engine: Any) -> list[dict[str, Any]]:
-    app = create_app(EngineConfig(**engine), generator)  # type: ignore[arg-type]
+def _node_script(
+    node: str, script: Path, app: Any, *args: str
+) -> tuple[dict[str, Any], list[dict[str, Any]], subprocess.CompletedProcess[str]]:
+    """Run ``script`` against ``app`` served on loopback: its summary line, its other JSON
+    lines and the finished process."""
     with serve_in_thread(app) as url:
         done = subprocess.run(
-            [node, str(CLIENT), f"{url}/v1", str(RESPONSES_STREAMS)],
+            [node, str(script), f"{url}/v1", *args],
             capture_output=True,
             text=True,
             timeout=300,
@@ -73,7 +76,12 @@ def _run(node: str, generator: str, **engine: Any) -> list[dict[str, Any]]:
         )
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert lines and lines[-1].get("summary"), (done.returncode, done.stdout, done.stderr)
-    summary, results = lines[-1], lines[:-1]
+    return lines[-1], lines[:-1], done
+
+
+def _run(node: str, generator: str, **engine: Any) -> list[dict[str, Any]]:
+    app = create_app(EngineConfig(**engine), generator)  # type: ignore[arg-type]
+    summary, results, done = _node_script(node, CLIENT, app, str(RESPONSES_STREAMS))
     assert summary["sdk"] == SDK_VERSION
     assert summary["streams"] == len(results) == RESPONSES_STREAMS + 2
     assert done.returncode == (1 if summary["failed"] else 0), done.stderr
@@ -99,17 +107,8 @@ def test_the_node_sdk_rejects_the_upstream_equivalent_responses_streams(node):
 
 
 def test_the_vercel_ai_sdk_runs_a_tool_loop_with_item_references(ai_sdk_node):
-    with serve_in_thread(create_app(EngineConfig(stream_interval=20))) as url:
-        done = subprocess.run(
-            [ai_sdk_node, str(AI_SDK_AGENT), f"{url}/v1"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**os.environ, "OPENAI_NODE_DIR": str(_node_dir())},
-        )
-    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    assert lines and lines[-1].get("summary"), (done.returncode, done.stdout, done.stderr)
-    summary, runs = lines[-1], lines[:-1]
+    app = create_app(EngineConfig(stream_interval=20))
+    summary, runs, done = _node_script(ai_sdk_node, AI_SDK_AGENT, app)
     assert (summary["ai"], summary["provider"]) == (PACKAGES["ai"], PACKAGES["@ai-sdk/openai"])
     assert [r["name"] for r in runs] == ["generateText", "streamText"]
     assert [r for r in runs if not r["ok"]] == [] and done.returncode == 0, done.stderr

@@ -15,19 +15,12 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from _sdk_turns import MODEL, QUESTION, WEATHER, answer_call, function_call, streamed, texts
+from _sdk_turns import client as sdk_client
 
 from trtllm_stream_fix.checker.client import stream_responses
 from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
 from trtllm_stream_fix.store import MemoryStore, StoreUnavailable
-
-MODEL = "gpt-oss-120b"
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "Current weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-}
-QUESTION = "What is the weather in Paris? Use get_weather."
 
 
 @pytest.fixture(scope="module")
@@ -36,21 +29,10 @@ def base_url():
         yield url
 
 
-def _client(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
-
-
-def _streamed(client: openai.OpenAI, **body: Any) -> Any:
-    with client.responses.stream(model=MODEL, **body) as stream:
-        for _ in stream:
-            pass
-        return stream.get_final_response()
-
-
 def _tool_turn(client: openai.OpenAI, stream: bool) -> Any:
     body = {"input": QUESTION, "tools": [WEATHER], "reasoning": {"effort": "low"}}
     if stream:
-        return _streamed(client, **body)
+        return streamed(client, **body)
     return client.responses.create(model=MODEL, **body)
 
 
@@ -65,19 +47,11 @@ def _seen(url: str, stream: bool) -> dict[str, Any]:
     return events[-1]["response"]
 
 
-def _function_call(response: Any) -> Any:
-    return next(item for item in response.output if item.type == "function_call")
-
-
-def _texts(response: Any) -> list[str]:
-    return [p.text for item in response.output if item.type == "message" for p in item.content]
-
-
 @pytest.mark.parametrize("stream", [False, True])
 def test_item_references_continue_a_tool_loop_as_the_vercel_ai_sdk_sends_it(base_url, stream):
-    client = _client(base_url)
+    client = sdk_client(base_url)
     first = _tool_turn(client, stream)
-    call = _function_call(first)
+    call = function_call(first)
     # Step 2 of the AI SDK's tool loop with store: true: earlier items by reference, no
     # previous_response_id (tests/node/ai_sdk_agent.mjs records what it really sends).
     step_two = [
@@ -86,14 +60,14 @@ def test_item_references_continue_a_tool_loop_as_the_vercel_ai_sdk_sends_it(base
         {"type": "function_call_output", "call_id": call.call_id, "output": '{"sky": "clear"}'},
     ]
     body = {"input": step_two, "tools": [WEATHER]}
-    answer = _streamed(client, **body) if stream else client.responses.create(model=MODEL, **body)
+    answer = streamed(client, **body) if stream else client.responses.create(model=MODEL, **body)
     assert answer.status == "completed"
     assert [item.type for item in answer.output][-1] == "message"
-    assert any('get_weather returned {"sky": "clear"}' in text for text in _texts(answer))
+    assert any('get_weather returned {"sky": "clear"}' in text for text in texts(answer))
 
 
 def test_an_unknown_item_reference_is_openais_400_naming_it(base_url):
-    client = _client(base_url)
+    client = sdk_client(base_url)
     first = _tool_turn(client, stream=False)
     unstored = client.responses.create(model=MODEL, input="hi", store=False)
     for missing in ("fc_nope", unstored.output[-1].id):
@@ -112,7 +86,7 @@ def test_an_unknown_item_reference_is_openais_400_naming_it(base_url):
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_get_returns_what_the_client_saw_and_delete_forgets_it(base_url, stream):
-    client = _client(base_url)
+    client = sdk_client(base_url)
     saw = _seen(base_url, stream)
     fetched = httpx.get(f"{base_url}/v1/responses/{saw['id']}", timeout=10)
     assert fetched.status_code == 200
@@ -133,33 +107,27 @@ def test_get_returns_what_the_client_saw_and_delete_forgets_it(base_url, stream)
     assert caught.value.code == "previous_response_not_found"
     with pytest.raises(openai.BadRequestError, match="not found"):
         client.responses.create(
-            model=MODEL, input=[{"type": "item_reference", "id": _function_call(seen).id}]
+            model=MODEL, input=[{"type": "item_reference", "id": function_call(seen).id}]
         )
 
 
 def test_a_store_false_response_is_not_stored(base_url):
-    client = _client(base_url)
+    client = sdk_client(base_url)
     response = client.responses.create(model=MODEL, input="hi", store=False)
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(response.id)
 
 
 def test_previous_response_id_continues_the_whole_conversation(base_url):
-    client = _client(base_url)
+    client = sdk_client(base_url)
     first = _tool_turn(client, stream=True)
-    call = _function_call(first)
-    output = {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}
-    second = client.responses.create(
-        model=MODEL, input=[output], tools=[WEATHER], previous_response_id=first.id
-    )
+    call = function_call(first)
+    second = answer_call(client, call, "sunny", first.id)
     third = client.responses.create(model=MODEL, input="thanks", previous_response_id=second.id)
     # The third turn's conversation still holds the first turn's call: its output is accepted.
-    again = {"type": "function_call_output", "call_id": call.call_id, "output": "rain"}
-    fourth = client.responses.create(
-        model=MODEL, input=[again], tools=[WEATHER], previous_response_id=third.id
-    )
+    fourth = answer_call(client, call, "rain", third.id)
     assert fourth.status == "completed"
-    assert any("get_weather returned rain" in t for t in _texts(fourth))
+    assert any("get_weather returned rain" in t for t in texts(fourth))
 
 
 class _BreakableStore(MemoryStore):
@@ -198,12 +166,12 @@ class _BreakableStore(MemoryStore):
 def test_a_store_that_is_down_is_a_503_and_store_false_keeps_working():
     store = _BreakableStore()
     with serve_in_thread(create_app(EngineConfig(stream_interval=20), store=store)) as url:
-        client = _client(url)
+        client = sdk_client(url)
         first = client.responses.create(model=MODEL, input="hi")
         store.down = True
         needs_store = [
             lambda: client.responses.create(model=MODEL, input="hi"),
-            lambda: _streamed(client, input="hi"),
+            lambda: streamed(client, input="hi"),
             lambda: client.responses.create(
                 model=MODEL, input="and?", previous_response_id=first.id
             ),
@@ -224,7 +192,7 @@ def test_a_store_that_is_down_is_a_503_and_store_false_keeps_working():
                 "code": "store_unavailable",
             }
         assert client.responses.create(model=MODEL, input="hi", store=False).status == "completed"
-        assert _streamed(client, input="hi", store=False).status == "completed"
+        assert streamed(client, input="hi", store=False).status == "completed"
         store.down = False
         assert client.responses.retrieve(first.id).id == first.id
 
@@ -311,6 +279,7 @@ def test_200_concurrent_conversations_lose_no_turn():
     assert _conversations(MemoryStore(), 200, stream=True) == (200, 0, [])
 
 
+@pytest.mark.slow  # the demonstration; the guarantee above stays in the default tier
 def test_a_16_response_store_loses_most_of_200_concurrent_conversations():
     # Upstream's in-process store keeps 16 responses: 200 first turns push out 184 or more
     # (second turns that end push out first turns not yet read).

@@ -23,19 +23,13 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from _sdk_turns import MODEL, QUESTION, WEATHER, answer_call, function_call, items, streamed, texts
+from _sdk_turns import client as sdk_client
 
 from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
 from trtllm_stream_fix.store import open_store
 from trtllm_stream_fix.testing.redis_server import RedisServer, missing
 
-MODEL = "gpt-oss-120b"
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "Current weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-}
-QUESTION = "What is the weather in Paris? Use get_weather."
 _prefixes = itertools.count()
 
 
@@ -60,55 +54,17 @@ def replicas(redis_server):
         yield urls
 
 
-def _client(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
-
-
-def _streamed(client: openai.OpenAI, **body: Any) -> Any:
-    with client.responses.stream(model=MODEL, **body) as stream:
-        for _ in stream:
-            pass
-        return stream.get_final_response()
-
-
-def _call(response: Any) -> Any:
-    return next(item for item in response.output if item.type == "function_call")
-
-
-def _items(response: Any) -> list[tuple[Any, ...]]:
-    """Each output item's id, type, arguments and text (streamed responses parse into the
-    SDK's ``Parsed*`` classes, fetched ones do not)."""
-    return [
-        (
-            i.id,
-            i.type,
-            getattr(i, "arguments", None),
-            [p.text for p in getattr(i, "content", None) or ()],
-        )
-        for i in response.output
-    ]
-
-
-def _texts(response: Any) -> list[str]:
-    return [p.text for item in response.output if item.type == "message" for p in item.content]
-
-
 def test_an_agent_conversation_alternating_replicas(replicas):
-    a, b = (_client(url) for url in replicas)
+    a, b = (sdk_client(url) for url in replicas)
     # Turn 1 on A: the model calls the tool.
-    first = _streamed(a, input=QUESTION, tools=[WEATHER], reasoning={"effort": "low"})
-    call = _call(first)
+    first = streamed(a, input=QUESTION, tools=[WEATHER], reasoning={"effort": "low"})
+    call = function_call(first)
     # Turn 2 on B continues turn 1 by previous_response_id.
-    second = b.responses.create(
-        model=MODEL,
-        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}],
-        tools=[WEATHER],
-        previous_response_id=first.id,
-    )
-    assert any("get_weather returned sunny" in t for t in _texts(second))
+    second = answer_call(b, call, "sunny", first.id)
+    assert any("get_weather returned sunny" in t for t in texts(second))
     # Turn 3 on A, as the Vercel AI SDK sends a tool loop's step 2: B's answer and A's items
     # by reference, no previous_response_id.
-    third = _streamed(
+    third = streamed(
         a,
         input=[
             {"role": "user", "content": QUESTION},
@@ -121,16 +77,11 @@ def test_an_agent_conversation_alternating_replicas(replicas):
     )
     assert third.status == "completed"
     # Turn 4 on B continues turn 3, whose conversation holds turn 1's call.
-    fourth = b.responses.create(
-        model=MODEL,
-        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "rain"}],
-        tools=[WEATHER],
-        previous_response_id=third.id,
-    )
-    assert any("get_weather returned rain" in t for t in _texts(fourth))
+    fourth = answer_call(b, call, "rain", third.id)
+    assert any("get_weather returned rain" in t for t in texts(fourth))
     # Every replica reads every turn; a delete on one is seen by the other.
     for response, reader in [(first, b), (second, a), (third, b), (fourth, a)]:
-        assert _items(reader.responses.retrieve(response.id)) == _items(response)
+        assert items(reader.responses.retrieve(response.id)) == items(response)
     a.responses.delete(second.id)
     with pytest.raises(openai.NotFoundError):
         b.responses.retrieve(second.id)
@@ -159,15 +110,9 @@ def test_redis_killed_mid_conversation_then_restarted_with_its_append_only_file(
     with RedisServer(tmp_path / "redis", persistent=True) as redis_server:
         store_url = f"{redis_server.url}?timeout=0.5"
         with _replicas(store_url, 1) as (url,):
-            client = _client(url)
-            first = _streamed(client, input=QUESTION, tools=[WEATHER])
-            output = {"type": "function_call_output", "call_id": _call(first).call_id}
-            second = client.responses.create(
-                model=MODEL,
-                input=[{**output, "output": "sunny"}],
-                tools=[WEATHER],
-                previous_response_id=first.id,
-            )
+            client = sdk_client(url)
+            first = streamed(client, input=QUESTION, tools=[WEATHER])
+            second = answer_call(client, function_call(first), "sunny", first.id)
             seen = {r.id: r for r in (first, second)}
 
             redis_server.kill()
@@ -177,7 +122,7 @@ def test_redis_killed_mid_conversation_then_restarted_with_its_append_only_file(
                         model=MODEL, input="and tomorrow?", previous_response_id=second.id
                     )
                 ),
-                _store_error(lambda: _streamed(client, input="a new conversation")),
+                _store_error(lambda: streamed(client, input="a new conversation")),
                 _store_error(lambda: client.responses.retrieve(first.id)),
                 _store_error(lambda: client.responses.delete(first.id)),
             ]
@@ -193,7 +138,7 @@ def test_redis_killed_mid_conversation_then_restarted_with_its_append_only_file(
 
             redis_server.start()
             for response_id, response in seen.items():
-                assert _items(client.responses.retrieve(response_id)) == _items(response)
+                assert items(client.responses.retrieve(response_id)) == items(response)
             third = client.responses.create(
                 model=MODEL, input="and tomorrow?", previous_response_id=second.id
             )
@@ -235,14 +180,10 @@ def test_two_serve_replicas_share_one_redis_by_flag_and_by_environment(redis_ser
     with _serving((["--store", store_url], {}), ([], environment)) as served:
         (one, banner), (two, other) = served
         assert f"store {redis_server.url})" in banner and f"store {redis_server.url})" in other
-        a, b = _client(one), _client(two)
+        a, b = sdk_client(one), sdk_client(two)
         first = a.responses.create(model=MODEL, input=QUESTION, tools=[WEATHER])
-        output = {"type": "function_call_output", "call_id": _call(first).call_id, "output": "ok"}
-        second = b.responses.create(
-            model=MODEL, input=[output], tools=[WEATHER], previous_response_id=first.id
-        )
-        assert second.status == "completed"
-        assert _items(b.responses.retrieve(first.id)) == _items(first)
+        assert answer_call(b, function_call(first), "ok", first.id).status == "completed"
+        assert items(b.responses.retrieve(first.id)) == items(first)
         b.responses.delete(first.id)
         with pytest.raises(openai.NotFoundError):
             a.responses.retrieve(first.id)

@@ -211,7 +211,8 @@ def test_store_urls():
 
 
 def test_more_concurrent_calls_than_connections_wait_for_one(redis_server):
-    url = f"{redis_server.url}?prefix=pool{os.getpid()}:&max_connections=2"
+    # A long timeout: the calls queue for the two connections on a loaded host too.
+    url = f"{redis_server.url}?prefix=pool{os.getpid()}:&max_connections=2&timeout=30"
 
     async def steps(store):
         await asyncio.gather(*(store.put(_response(n), _messages(n)) for n in range(200)))

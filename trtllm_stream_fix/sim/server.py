@@ -427,23 +427,14 @@ def create_app(
 
     @app.get("/v1/responses/{response_id}")
     async def get_response(response_id: str) -> Response:
-        try:
-            found = await store.get(response_id)
-        except StoreError as exc:
-            return _error(store_failure(exc))
-        if found is None:
-            return _error(_response_not_found(response_id))
-        return JSONResponse(found)
+        return await _stored_answer(store.get(response_id), response_id, JSONResponse)
 
     @app.delete("/v1/responses/{response_id}")
     async def delete_response(response_id: str) -> Response:
-        try:
-            deleted = await store.delete(response_id)
-        except StoreError as exc:
-            return _error(store_failure(exc))
-        if not deleted:
-            return _error(_response_not_found(response_id))
-        return JSONResponse({"id": response_id, "object": "response", "deleted": True})
+        deleted = {"id": response_id, "object": "response", "deleted": True}
+        return await _stored_answer(
+            store.delete(response_id), response_id, lambda _: JSONResponse(deleted)
+        )
 
     from ..core.chat_machine import ChatOptions
     from .chat import add_chat_routes
@@ -470,8 +461,18 @@ async def _put(store: ResponseStore, response_json: str, conversation: Conversat
     await store.put(response, turn_messages(conversation, response["output"]))
 
 
-def _response_not_found(response_id: str) -> RequestError:
-    return RequestError(404, f"Response with id '{response_id}' not found.")
+async def _stored_answer(
+    call: Awaitable[Any], response_id: str, answer: Callable[[Any], Response]
+) -> Response:
+    """``answer`` of what a store ``call`` about ``response_id`` returned; OpenAI's 404 when
+    the store does not hold it (None or False), 503 / 500 when the store fails."""
+    try:
+        found = await call
+    except StoreError as exc:
+        return _error(store_failure(exc))
+    if found is None or found is False:
+        return _error(RequestError(404, f"Response with id '{response_id}' not found."))
+    return answer(found)
 
 
 async def _tracked(
