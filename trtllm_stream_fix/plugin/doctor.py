@@ -59,6 +59,7 @@ class DoctorReport:
     #: This package is an editable install (``pip install -e``), which ships no ``.pth``.
     editable: bool = False
     refusals: dict[str, str] = field(default_factory=dict)  # group -> which target, why
+    line: str | None = None  # the module design seen (targets.detect_line)
 
     @property
     def ok(self) -> bool:
@@ -130,6 +131,9 @@ class DoctorReport:
         lines.append(f"mode: {self.mode} ({ENV}={os.environ.get(ENV, '')!r})")
         lines.append(f".pth hook files: {', '.join(self.pth_files) or 'none found'}")
         lines.append(f"import hook registered here: {'yes' if self.hook_registered else 'no'}")
+        if self.upstream_importable:
+            title = targets.LINE_TITLES.get(self.line or "", "unknown (neither design found)")
+            lines.append(f"upstream line: {title}")
         lines.append("patch targets:")
         if not self.upstream_importable:
             lines.append("  tensorrt_llm.serve.responses_utils cannot be imported")
@@ -233,6 +237,7 @@ def doctor_report(
         active_here=importable and is_active(),
         editable=is_editable(),
         refusals=last_refusals(),
+        line=targets.detect_line() if importable else None,
     )
     if spawn:
         report.worker = worker_check(prelude=prelude, env=env)
@@ -289,6 +294,7 @@ def doctor_main(argv: list[str] | None = None) -> int:
             },
             "active_here": report.active_here,
             "refusals": report.refusals,
+            "line": report.line,
             "worker": report.worker,
             "editable": report.editable,
             "ok": report.ok,

@@ -8,7 +8,9 @@ patch of the group is missing or does not fit (``targets.check``: a recorded sha
 compatible drift), the whole group is refused (what a module loaded earlier had patched is
 taken back), with one log line per misfit naming the target, what changed, the expected and
 the found shape; upstream is left untouched. An optional patch whose target this version
-lacks is ``absent``, the rest of its group installs. Groups are independent of one another.
+lacks is ``absent``, the rest of its group installs; so is a patch of the other module
+design (``targets.detect_line``: the class line's on the pre-class line and the other way
+round), reported with ``OTHER_LINE``. Groups are independent of one another.
 ``last_refusals()`` and ``group_states()`` keep the outcome for ``doctor`` and the self-test.
 ``uninstall()`` restores exactly what ``install()`` replaced, and only where our replacement
 is still in place.
@@ -37,6 +39,9 @@ Mode = Literal["on", "off", "require"]
 Status = Literal[
     "patched", "already", "not-loaded", "absent", "refused", "error", "disabled", "restored", "left"
 ]
+OTHER_LINE = "not on this line"  # detail of an absent outcome of the other design's patches
+#: The patch that fixes streaming on each module design (``is_active``).
+STREAMING_PATCHES = {targets.CLASS_LINE: "processor", targets.PRE_CLASS_LINE: "pre-class-stream"}
 _OFF = frozenset(("0", "off", "false", "no", "disable", "disabled"))
 
 
@@ -127,7 +132,7 @@ def _install_group(group: str) -> list[Outcome]:
     """Every present patch of ``group``, or none of them (see the module docstring)."""
     present = [p for p in registry.patches(group) if not _absent(p)]
     outcomes = [
-        Outcome(b, "absent")
+        Outcome(b, "absent", OTHER_LINE if _other_line(p) else "")
         for p in registry.patches(group)
         if p not in present
         for b in p.bindings
@@ -156,8 +161,14 @@ def _install_group(group: str) -> list[Outcome]:
 
 
 def _absent(patch: Patch) -> bool:
-    """An optional patch whose target this (loaded) version does not have."""
-    return patch.optional and targets.check(patch.checks[0]).status == "missing"
+    """A patch of the other module design (``targets.detect_line``), or an optional patch
+    whose target this (loaded) version does not have."""
+    status = targets.check(patch.checks[0]).status
+    return status == "other-line" or (patch.optional and status == "missing")
+
+
+def _other_line(patch: Patch) -> bool:
+    return targets.check(patch.checks[0]).status == "other-line"
 
 
 def _install_binding(patch: Patch, dotted: str) -> Outcome:
@@ -211,7 +222,8 @@ def uninstall() -> Report:
 
 def is_active() -> bool:
     """Whether the streaming fix is in place in this interpreter."""
-    processor = registry.patch("processor")
+    line = targets.detect_line() or targets.CLASS_LINE
+    processor = registry.patch(STREAMING_PATCHES[line])
     with _lock:
         return processor.target in _applied and all(
             b in _applied

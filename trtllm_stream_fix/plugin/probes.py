@@ -60,11 +60,40 @@ def chat_streams(outputs: list[Any]) -> Probe:
     )
 
 
+def pre_class_streams(outputs: list[Any]) -> Probe:
+    """The pre-class line's functions through openai_server's bindings: streams at intervals
+    1 and 20, storage off and on (strict checker, OpenAI SDK, same client events as at 1,
+    stored as seen) and the non-streaming body against the stream's final response."""
+    from ..testing.realstub.drive_preclass import run_all
+
+    s = run_all(outputs)
+    n, bodies = s["streams"], s["bodies"]
+    ok = bool(n) and s["strict"] == s["sdk"] == n and s["identical"] == s["compared"]
+    ok = ok and s["raised"] == s["body_raised"] == 0 and s["body_same"] == bodies
+    ok = ok and s["stored_same"] == s["store_streams"]
+    return _result(
+        ok,
+        [
+            f"streams: {n} (stream_interval 1 and 20, storage off and on)",
+            f"strict checker passes: {s['strict']}/{n}",
+            f"OpenAI SDK accepts:    {s['sdk']}/{n}",
+            f"same client events as stream_interval 1: {s['identical']}/{s['compared']}",
+            f"stored as the client saw it: {s['stored_same']}/{s['store_streams']}",
+            f"non-streaming body = the stream's final response: {s['body_same']}/{bodies}",
+            f"ended by an exception: {s['raised']}",
+        ],
+        s,
+    )
+
+
 def response_bodies(outputs: list[Any]) -> Probe:
     """Non-streaming bodies, inline and from a worker, against OpenAI's recorded schema."""
     from ..testing.realstub.drive import body_schema
+    from ..testing.realstub.drive_preclass import body_schema as pre_class_schema
+    from .targets import PRE_CLASS_LINE, detect_line
 
-    b = body_schema(outputs)
+    schema = pre_class_schema if detect_line() == PRE_CLASS_LINE else body_schema
+    b = schema(outputs)
     ok = bool(b["bodies"]) and b["complete"] == b["bodies"] and b["raised"] == 0
     return _result(ok, [f"non-streaming bodies complete: {b['complete']}/{b['bodies']}"], b)
 

@@ -27,6 +27,12 @@ and ``versions.py`` list the files with sha256):
   ``get_final_response(self, final_res, num_prompt_tokens=None)`` has no ``tokenizer``,
   ``guard_responses_stream(stream, terminal_events)`` no ``on_termination`` and
   ``_create_response`` names its streamed calls ``streamed_tool_calls``.
+* ``83ab45a5``: commit 83ab45a50d169b08e29e9bf2f46fc66b3838cc37 (code-index id 932578526,
+  36,703 characters), the pre-class line: no ``ResponsesStreamingProcessor``; its
+  ``openai_server`` (e7f7345e) imports ``process_streaming_events`` and ``create_response``
+  as ``responses_api_process_streaming_events`` / ``responses_api_create_response``. Its
+  targets carry ``line=PRE_CLASS_LINE`` and the class line's ``line=CLASS_LINE``
+  (``targets.detect_line``).
 
 ``postprocess_handlers.py`` (the Harmony chat post-processors ``openai_server.chat_harmony``
 hands every engine response to; both lines call them as ``(rsp, args)``)
@@ -48,9 +54,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .targets import (
+    CLASS_LINE,
     OPENAI_PROTOCOL,
     OPENAI_SERVER,
     POSTPROCESS_HANDLERS,
+    PRE_CLASS_LINE,
     RESPONSES_UTILS,
     Target,
     shape,
@@ -64,6 +72,7 @@ L993 = "993c0eec"
 RESPONSES_LINES = (EARLY, TOOL_CALL_IDS, L271, TERMINAL, L993)
 CHAT_LINES = ("harmony-38134b13", "01bf1923")
 PROTOCOL_LINES = ("0076e939", "18643ffd")
+L83 = "83ab45a5"  # the pre-class line
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,7 @@ class Group:
     required: bool  # the fix is not in place without it (the self-test fails when it is off)
     when_off: str  # what the operator gets while the group is off
     probe: str | None = None  # "module:function" the self-test runs when the group installed
+    line: str | None = None  # required only on this module design (None: on every line)
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,7 @@ class Patch:
     upstream: str
     remove_when: str
     aliases: tuple[str, ...] = ()  # modules that import the name: rebound there too
+    alias_attr: str = ""  # the name the aliases import it under, when it differs
     optional: bool = False  # a version without the target has nothing to patch here
     carried: str | None = None  # how upstream-pr carries it (None: it does not)
     carried_if: str | None = None  # ... only where it edits this file of the tree
@@ -108,7 +119,7 @@ class Patch:
     @property
     def bindings(self) -> tuple[str, ...]:
         """Every dotted name rebound: the target, then its aliases."""
-        return (self.target, *(f"{m}.{self.attr}" for m in self.aliases))
+        return (self.target, *(f"{m}.{self.alias_attr or self.attr}" for m in self.aliases))
 
     @property
     def all_checks(self) -> tuple[Target, ...]:
@@ -117,7 +128,15 @@ class Patch:
         return (
             *self.checks,
             *(
-                Target(m, self.attr, kind=kind, optional=self.optional, source=self.module)
+                Target(
+                    m,
+                    self.alias_attr or self.attr,
+                    kind=kind,
+                    optional=self.optional,
+                    source=self.module,
+                    source_attr=self.attr,
+                    line=self.checks[0].line,
+                )
                 for m in self.aliases
             ),
         )
@@ -130,6 +149,7 @@ class Patch:
 
 
 RESPONSES = "responses"
+PRE_CLASS = "pre-class"
 CHAT = "chat"
 RESPONSE_MODEL = "response"
 USAGE = "usage"
@@ -145,6 +165,18 @@ GROUPS: tuple[Group, ...] = (
             "items have empty ids and are never closed, tool calls are not streamed"
         ),
         probe=f"{_PROBES}:responses_streams",
+        line=CLASS_LINE,
+    ),
+    Group(
+        PRE_CLASS,
+        "Responses streaming (pre-class line)",
+        required=True,
+        when_off=(
+            "upstream's process_streaming_events runs: at stream_interval > 1 text is lost, "
+            "items have empty ids and are never closed, the non-streaming body has no usage"
+        ),
+        probe=f"{_PROBES}:pre_class_streams",
+        line=PRE_CLASS_LINE,
     ),
     Group(
         CHAT,
@@ -175,6 +207,7 @@ GROUPS: tuple[Group, ...] = (
             "generation counts them: stream=True and stream=False usage differ"
         ),
         probe=f"{_PROBES}:usage_parity",
+        line=CLASS_LINE,
     ),
 )
 
@@ -193,8 +226,13 @@ _CREATE_RESPONSE = (
 )
 
 
+def _class_line(*args: Any, **kwargs: Any) -> Target:
+    """A target of the class line (checks ``other-line`` on the pre-class line)."""
+    return Target(*args, line=CLASS_LINE, **kwargs)
+
+
 def _method(name: str, *shapes: Any, **kwargs: Any) -> Target:
-    return Target(RESPONSES_UTILS, f"ResponsesStreamingProcessor.{name}", shapes, **kwargs)
+    return _class_line(RESPONSES_UTILS, f"ResponsesStreamingProcessor.{name}", shapes, **kwargs)
 
 
 def _chat(module: str, name: str, **kwargs: Any) -> Target:
@@ -210,7 +248,7 @@ PATCHES: tuple[Patch, ...] = (
         group=RESPONSES,
         aliases=(OPENAI_SERVER,),
         checks=(
-            Target(RESPONSES_UTILS, "ResponsesStreamingProcessor", kind="class"),
+            _class_line(RESPONSES_UTILS, "ResponsesStreamingProcessor", kind="class"),
             _method("__init__", shape(*RESPONSES_LINES, params=_PROCESSOR_INIT), reads=()),
             _method("process_single_output", shape(*RESPONSES_LINES, params="self, res")),
             _method("get_initial_responses", shape(*RESPONSES_LINES, params="self")),
@@ -259,13 +297,13 @@ PATCHES: tuple[Patch, ...] = (
         action="wraps",
         group=RESPONSES,
         checks=(
-            Target(
+            _class_line(
                 RESPONSES_UTILS,
                 "_create_output_content_harmony",
                 (shape(*RESPONSES_LINES, params="final_res"),),
             ),
             # called by the replacement with the output's token ids
-            Target(
+            _class_line(
                 RESPONSES_UTILS,
                 "_parse_output_tokens",
                 (shape(*RESPONSES_LINES, params="tokens"),),
@@ -291,7 +329,7 @@ PATCHES: tuple[Patch, ...] = (
         action="wraps",
         group=RESPONSES,
         checks=(
-            Target(
+            _class_line(
                 RESPONSES_UTILS,
                 "_parse_response_input",
                 (shape(*RESPONSES_LINES, params="input_msg, prev_responses"),),
@@ -324,7 +362,7 @@ PATCHES: tuple[Patch, ...] = (
         aliases=(OPENAI_SERVER,),
         optional=True,  # versions before the guard have no guard to fix
         checks=(
-            Target(
+            _class_line(
                 RESPONSES_UTILS,
                 "guard_responses_stream",
                 (
@@ -462,7 +500,7 @@ PATCHES: tuple[Patch, ...] = (
         group=USAGE,
         optional=True,  # a version without _create_response has nothing to patch here
         checks=(
-            Target(
+            _class_line(
                 RESPONSES_UTILS,
                 "_create_response",
                 (
@@ -512,6 +550,104 @@ PATCHES: tuple[Patch, ...] = (
             "as a separate change"
         ),
         remove_when="upstream's non-streaming Harmony usage counts the analysis-channel tokens",
+    ),
+    Patch(
+        name="pre-class-stream",
+        target=f"{RESPONSES_UTILS}.process_streaming_events",
+        replacement="trtllm_stream_fix.plugin.legacy_line:process_streaming_events",
+        action="wraps",
+        group=PRE_CLASS,
+        aliases=(OPENAI_SERVER,),
+        alias_attr="responses_api_process_streaming_events",
+        optional=True,  # absent on the class line
+        checks=(
+            Target(
+                RESPONSES_UTILS,
+                "process_streaming_events",
+                (
+                    shape(
+                        L83,
+                        params=(
+                            "request, sampling_params, generator, harmony_adapter, model_name, "
+                            "conversation_store, create_time=, enable_store="
+                        ),
+                    ),
+                ),
+                optional=True,
+                line=PRE_CLASS_LINE,
+                by_name=True,  # openai_server passes every argument by keyword
+            ),
+            # called by the replacement for the Harmony messages it stores
+            Target(
+                RESPONSES_UTILS,
+                "parse_output_tokens",
+                (shape(L83, params="tokens"),),
+                optional=True,
+                line=PRE_CLASS_LINE,
+            ),
+        ),
+        why=(
+            "On the line before ResponsesStreamingProcessor (83ab45a5) this module function is "
+            "the Harmony Responses stream, with the class line's defect: the whole "
+            "token_ids_diff goes to the parser, one last_content_delta is read per engine "
+            "response, EXPECT_START is checked only at the end of a batch, item ids are empty, "
+            "done events carry the next output_index, and response.completed mints new ids. "
+            "openai_server imports it as responses_api_process_streaming_events."
+        ),
+        how=(
+            "Wrapper (keeps __wrapped__), same parameters (unknown keywords accepted), an "
+            "async generator of SSE strings: HarmonyResponsesStream fed each engine result; "
+            "the final response the client saw is stored with its Harmony messages when "
+            "enable_store and request.store are set."
+        ),
+        upstream="NVIDIA/TensorRT-LLM#19223 (the class line's fix does not reach this line)",
+        remove_when=(
+            "no supported release ships responses_utils without ResponsesStreamingProcessor"
+        ),
+    ),
+    Patch(
+        name="pre-class-body",
+        target=f"{RESPONSES_UTILS}.create_response",
+        replacement="trtllm_stream_fix.plugin.legacy_line:create_response",
+        action="wraps",
+        group=PRE_CLASS,
+        aliases=(OPENAI_SERVER,),
+        alias_attr="responses_api_create_response",
+        optional=True,  # absent on the class line
+        checks=(
+            Target(
+                RESPONSES_UTILS,
+                "create_response",
+                (
+                    shape(
+                        L83,
+                        params=(
+                            "generator, request, sampling_params, model_name, "
+                            "conversation_store, generation_result=, enable_store=, "
+                            "create_time="
+                        ),
+                    ),
+                ),
+                kind="coroutine",
+                optional=True,
+                line=PRE_CLASS_LINE,
+                by_name=True,  # openai_server passes every argument by keyword
+            ),
+        ),
+        why=(
+            "The pre-class line's non-streaming body re-parses the tokens with fresh ids, no "
+            "usage, preambles dropped and cut items marked completed, so it disagrees with any "
+            "correct stream of the same generation. openai_server imports it as "
+            "responses_api_create_response."
+        ),
+        how=(
+            "Coroutine wrapper (keeps __wrapped__): the stream's machine fed every token at once "
+            "(core.nonstreaming.build_response), returned as the server's ResponsesResponse "
+            "(items, status, usage with the engine's prompt and cached tokens) and stored as "
+            "upstream stores it."
+        ),
+        upstream="as pre-class-stream",
+        remove_when="with pre-class-stream",
     ),
 )
 

@@ -43,6 +43,9 @@ from .targets import upstream_class
 
 #: Fields whose value upstream's own response decides (per response, not per request).
 UPSTREAM_OWNED = frozenset(("id", "object", "created_at", "status", "output", "usage", "model"))
+#: Usage keys OpenAI requires that an older ``ResponseUsage`` (83ab45a5's protocol) does not
+#: declare, with the value the stream's terminal usage reports for them.
+USAGE_DETAIL_DEFAULTS = {"input_tokens_details": {"cache_write_tokens": 0}}
 #: ``incomplete_details.reason`` for upstream's ``incomplete`` status (finish reason length).
 INCOMPLETE_REASON = "max_output_tokens"
 
@@ -84,6 +87,19 @@ def complete(dumped: Mapping[str, Any], fields: Mapping[str, Any] | None) -> dic
     for key, value in dumped.items():
         if key in UPSTREAM_OWNED or out.get(key) is None:
             out[key] = value
+    out["usage"] = complete_usage(out["usage"])
+    return out
+
+
+def complete_usage(usage: Any) -> Any:
+    """A dumped ``usage`` with the keys of :data:`USAGE_DETAIL_DEFAULTS` it lacks."""
+    if not isinstance(usage, dict):
+        return usage
+    out = dict(usage)
+    for key, defaults in USAGE_DETAIL_DEFAULTS.items():
+        details = out.get(key)
+        if isinstance(details, dict):
+            out[key] = {**details, **{k: v for k, v in defaults.items() if k not in details}}
     return out
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 DEFAULT_COUNT = 30
 SOURCE_ENV = "TRTLLM_SOURCE_DIR"
+STREAMING_GROUPS = ("responses", "pre-class")  # the Responses streaming fix of each line
 
 
 def run(source: str | None, count: int) -> dict[str, Any]:
@@ -43,9 +44,11 @@ def run(source: str | None, count: int) -> dict[str, Any]:
     from ..testing.synthetic import generate_outputs
     from . import registry
     from .installer import group_states, install, last_refusals
+    from .targets import detect_line
 
     report = install(mode="on")
     states, refusals = group_states(), last_refusals()
+    line = detect_line()
     errors = {o.target: o.detail for o in report.outcomes if o.status == "error"}
     outputs = list(generate_outputs(count, seed=11))
     groups = []
@@ -59,7 +62,8 @@ def run(source: str | None, count: int) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "name": group.name,
             "title": group.title,
-            "required": group.required,
+            "required": group.required and group.line in (None, line),
+            "other_line": group.line not in (None, line),
             "when_off": group.when_off,
             "state": "error" if failed else states[group.name],
             "detail": "; ".join(failed) or refusals.get(group.name, ""),
@@ -120,7 +124,7 @@ def verdict_text(result: dict[str, Any]) -> str:
         lines.append(f"could not run: {result['error']}")
         lines.append("verdict: FAIL")
         return "\n".join(lines)
-    groups = result.get("groups") or []
+    groups = [g for g in result.get("groups") or [] if not g.get("other_line")]
     for group in groups:
         lines.append(f"{group['title']}: {group_verdict(group)}")
         probe = group.get("probe") or {}
@@ -128,7 +132,7 @@ def verdict_text(result: dict[str, Any]) -> str:
         examples = (probe.get("stats") or {}).get("examples", [])
         shown = [e for e in examples if e != probe.get("first_failure")][:2]
         lines += [f"  e.g. {example}" for example in shown]
-    streaming = next((g for g in groups if g["name"] == "responses"), None)
+    streaming = next((g for g in groups if g["name"] in STREAMING_GROUPS and g["required"]), None)
     if streaming and streaming["state"] != "installed":
         lines.append("no Responses stream was run: the streaming group did not install")
     off = [g for g in groups if not g["required"] and g["state"] in ("refused", "absent")]

@@ -49,22 +49,43 @@ def find_definition(tree: ast.Module, path: str) -> Definition | None:
     return node
 
 
-def imports_name(tree: ast.Module, module: str, name: str) -> bool:
-    """Whether ``tree`` binds ``name`` by importing it from ``module`` (absolute or relative)."""
+def imports_name(tree: ast.Module, module: str, name: str, original: str = "") -> bool:
+    """Whether ``tree`` binds ``name`` by importing it from ``module`` (absolute or relative),
+    as ``original`` there (default: the same name)."""
+    original = original or name
     last = module.rsplit(".", 1)[-1]
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
             if (node.module == module or node.module.endswith(last)) and any(
-                (a.asname or a.name) == name and a.name == name for a in node.names
+                (a.asname or a.name) == name and a.name == original for a in node.names
             ):
                 return True
     return False
 
 
+def source_line(tree: ast.Module) -> str | None:
+    """The module design a parsed ``responses_utils`` or ``openai_server`` belongs to."""
+    utils = targets.RESPONSES_UTILS
+    if find_definition(tree, "ResponsesStreamingProcessor") or imports_name(
+        tree, utils, "ResponsesStreamingProcessor"
+    ):
+        return targets.CLASS_LINE
+    if find_definition(tree, "process_streaming_events") or imports_name(
+        tree, utils, "responses_api_process_streaming_events", "process_streaming_events"
+    ):
+        return targets.PRE_CLASS_LINE
+    return None
+
+
 def judge_source(tree: ast.Module, target: targets.Target) -> targets.TargetCheck:
-    """``target`` in a parsed module: ``ok``, ``compatible``, ``mismatch`` or ``missing``."""
+    """``target`` in a parsed module: ``ok``, ``compatible``, ``mismatch``, ``missing`` or
+    ``other-line`` (a target of the other module design)."""
+    line = source_line(tree) if target.line else None
+    if line is not None and line != target.line:
+        title = targets.LINE_TITLES[line]
+        return targets.TargetCheck(target, "other-line", f"this is the {title}")
     if target.kind == "binding":
-        if imports_name(tree, target.source, target.path):
+        if imports_name(tree, target.source, target.path, target.source_attr or target.path):
             return targets.TargetCheck(target, "ok", f"imported from {target.source}", "any")
         return targets.TargetCheck(target, "missing", f"no import of {target.path}")
     node = find_definition(tree, target.path)

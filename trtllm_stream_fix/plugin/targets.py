@@ -19,9 +19,13 @@ drops optional parameters between lines; the replacements forward what they do n
 * the kind is the same (a coroutine stays a coroutine, a class a class) and so is the head
   of the return annotation when the target records one and the code has one.
 
-Anything else is a ``mismatch`` naming what changed. Attributes of classes are resolved
-through the MRO from ``vars(cls)``, so a method moved into a base class is still found and
-nothing is bound by ``getattr``.
+Anything else is a ``mismatch`` naming what changed. Two designs of the Responses module
+exist (``detect_line``): the class line (``ResponsesStreamingProcessor``) and the older
+pre-class line (module-level ``process_streaming_events``, 83ab45a5); a target tagged with
+one checks ``other-line`` on the other (the class line has module functions of the pre-class
+names with other shapes), so each line's patches install or stay absent on their own.
+Attributes of classes are resolved through the MRO from ``vars(cls)``, so a method moved
+into a base class is still found and nothing is bound by ``getattr``.
 """
 
 from __future__ import annotations
@@ -36,7 +40,13 @@ OPENAI_SERVER = "tensorrt_llm.serve.openai_server"
 POSTPROCESS_HANDLERS = "tensorrt_llm.serve.postprocess_handlers"
 OPENAI_PROTOCOL = "tensorrt_llm.serve.openai_protocol"
 
-Status = Literal["ok", "compatible", "missing", "mismatch", "not-loaded"]
+Status = Literal["ok", "compatible", "missing", "mismatch", "not-loaded", "other-line"]
+CLASS_LINE = "class"
+PRE_CLASS_LINE = "pre-class"
+LINE_TITLES = {
+    CLASS_LINE: "class line (ResponsesStreamingProcessor)",
+    PRE_CLASS_LINE: "pre-class line (module-level process_streaming_events, 83ab45a5)",
+}
 Kind = Literal["callable", "class", "coroutine", "binding"]
 
 
@@ -95,6 +105,8 @@ class Target:
     by_name: bool = False  # the replacement binds calls by name: positions do not matter
     returns: str | None = None  # head of the return annotation ("tuple"), when annotated
     source: str = ""  # a binding: the module whose object it must be
+    source_attr: str = ""  # a binding under another name: the object's name in ``source``
+    line: str | None = None  # the module design it belongs to (None: both)
 
     @property
     def dotted(self) -> str:
@@ -118,7 +130,7 @@ class Target:
         if self.kind == "class":
             return "a class"
         if self.kind == "binding":
-            return f"the object {self.source}.{self.path}"
+            return f"the object {self.source}.{self.source_attr or self.path}"
         text = " | ".join(f"({s})" for s in sorted({s.params for s in self.shapes}))
         text = text or "a callable"
         return f"async {text}" if self.kind == "coroutine" else text
@@ -144,6 +156,8 @@ class TargetCheck:
             return f"{name}: compatible ({self.found}; {self.why})"
         if self.status == "not-loaded":
             return f"{name}: module not imported yet"
+        if self.status == "other-line":
+            return f"{name}: not on this line ({self.found})"
         why = f" ({self.why})" if self.why else ""
         return f"{name}: {self.status}{why}; expected {self.target.expected()}, found {self.found}"
 
@@ -234,6 +248,18 @@ def loaded_module(name: str) -> Any | None:
     return module
 
 
+def detect_line() -> str | None:
+    """The design of the loaded ``responses_utils`` (``CLASS_LINE`` / ``PRE_CLASS_LINE``);
+    None when it is not loaded or has neither the processor class nor the module function."""
+    module = loaded_module(RESPONSES_UTILS)
+    names = vars(module) if module is not None else {}
+    if "ResponsesStreamingProcessor" in names:
+        return CLASS_LINE
+    if "process_streaming_events" in names:
+        return PRE_CLASS_LINE
+    return None
+
+
 def resolve(owner: Any, name: str) -> Any:
     """``name`` as defined on ``owner`` (a class: looked up along the MRO in ``vars``)."""
     if isinstance(owner, type):
@@ -272,6 +298,9 @@ def unwrap(func: Any) -> Any:
 
 def check(target: Target) -> TargetCheck:
     """Compare the loaded object with the recorded shapes."""
+    line = detect_line() if target.line else None
+    if line is not None and line != target.line:
+        return TargetCheck(target, "other-line", f"this is the {LINE_TITLES[line]}")
     try:
         obj = lookup(target)
     except LookupError:
@@ -283,7 +312,7 @@ def check(target: Target) -> TargetCheck:
         source = loaded_module(target.source)
         if source is None:
             return TargetCheck(target, "not-loaded", "module not imported")
-        original = source.__dict__.get(target.path)
+        original = source.__dict__.get(target.source_attr or target.path)
         if ours is not None and ours is unwrap(upstream_class(original)):
             return TargetCheck(target, "ok", f"{ours.__module__}.{ours.__qualname__}", "any")
         return TargetCheck(target, "mismatch", repr(obj))

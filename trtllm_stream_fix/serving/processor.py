@@ -251,26 +251,7 @@ class HarmonyResponsesStream:
         task.add_done_callback(_PENDING_STORES.discard)
 
     def _server_response(self, processor: Any, response: Response) -> Any:
-        """``response`` as the server's response model (what non-streaming stores).
-
-        Our ``Response`` itself when the model is absent or refuses it.
-        """
-        model = self._response_model
-        if model is None or not hasattr(model, "from_request"):
-            return response
-        try:
-            return model.from_request(
-                request=processor.request,
-                sampling_params=processor.sampling_params,
-                model_name=processor.model_name,
-                created_time=processor.response_creation_time,
-                output=list(response.output),
-                status=response.status,
-                usage=server_usage(model, response.usage),
-            )
-        except Exception as exc:  # storing must never break the stream
-            logger.debug("storing the streamed Response as is: %s", exc)
-            return response
+        return server_response(self._response_model, processor, response)
 
     @staticmethod
     def _storing(processor: Any, response: Response | None) -> bool:
@@ -304,6 +285,30 @@ class HarmonyResponsesStream:
 
 
 _PENDING_STORES: set[asyncio.Task[None]] = set()  # keeps scheduled stores alive until done
+
+
+def server_response(model: Any, processor: Any, response: Response) -> Any:
+    """``response`` as the server's response model (what non-streaming stores).
+
+    Built with the model's ``from_request`` from the request, sampling params, model name
+    and creation time the ``processor`` holds; our ``Response`` itself when the model is
+    absent or refuses it.
+    """
+    if model is None or not hasattr(model, "from_request"):
+        return response
+    try:
+        return model.from_request(
+            request=processor.request,
+            sampling_params=processor.sampling_params,
+            model_name=processor.model_name,
+            created_time=processor.response_creation_time,
+            output=list(response.output),
+            status=response.status,
+            usage=server_usage(model, response.usage),
+        )
+    except Exception as exc:  # storing must never break the stream
+        logger.debug("storing the streamed Response as is: %s", exc)
+        return response
 
 
 def with_engine_input(usage: Any, final_res: Any, num_prompt_tokens: int | None) -> None:

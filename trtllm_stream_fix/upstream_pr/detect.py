@@ -69,8 +69,10 @@ def _relevant() -> list[targets.Target]:
 def _match(tree: ast.Module, target: targets.Target) -> TargetMatch:
     everything = frozenset(_universe())
     judged = judge_source(tree, target)
-    if judged.status == "missing":
-        return TargetMatch(target.dotted, "missing", everything if target.optional else frozenset())
+    if judged.status in ("missing", "other-line"):
+        return TargetMatch(
+            target.dotted, judged.status, everything if target.optional else frozenset()
+        )
     if judged.status == "compatible":
         return TargetMatch(target.dotted, f"{judged.found}; {judged.why}", everything, drift=True)
     if judged.status != "ok":

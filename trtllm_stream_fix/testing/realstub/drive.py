@@ -306,6 +306,10 @@ def soup(source: str, count: int) -> dict[str, Any]:
 
 
 def main(source: str, count: int) -> dict[str, Any]:
+    from trtllm_stream_fix.testing.realstub import drive_preclass
+
+    if drive_preclass.is_pre_class(source):  # module functions, no processor class
+        return drive_preclass.main(source, count)
     stubbed = realstub.activate(source)
     from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
 
