@@ -122,8 +122,10 @@ def stream_chunks(rsp: Any, args: Any, num_prompt_tokens: int | None = None) -> 
 
 
 def with_context_usage(usage: Any, counts: ContextCounts) -> None:
-    """``usage`` (a chat ``CompletionUsage``) with the context worker's prompt and cached
-    tokens, as upstream's ``rewrite_usage_info_from_ctx`` sets them."""
+    """Put the context worker's prompt and cached tokens on a chat ``usage``.
+
+    As upstream's ``rewrite_usage_info_from_ctx`` sets them.
+    """
     usage.prompt_tokens = counts.prompt_tokens
     usage.total_tokens = counts.prompt_tokens + (usage.completion_tokens or 0)
     usage.prompt_tokens_details = PromptTokensDetails.model_construct(
@@ -167,11 +169,13 @@ def chat_completion(
 
 
 def handoff_body(context: ChatContext, output: Any, cached_tokens: Any = None) -> dict[str, Any]:
-    """The body of a context-only request (disaggregated serving) that hands the generation
-    on, as JSON: its first token is not a Harmony message to parse, and only the
+    """The JSON body of a context-only request that hands the generation on.
+
+    Disaggregated serving: its one token is not a Harmony message to parse, and only the
     orchestrator reads it (``finish_reason``, the ``disaggregated_params`` the caller sets,
     and the usage it relays to the generation worker as ``ctx_usage``: the prompt tokens with
-    the engine's ``cached_tokens``, as upstream's usage counts them)."""
+    the engine's ``cached_tokens``, as upstream's usage counts them).
+    """
     generated = len(output.token_ids)
     message = {"role": "assistant", "content": None}
     return {
@@ -213,8 +217,10 @@ def _server_response(
     response_type: Any,
     convert: Callable[[Any], Any] | None,
 ) -> Any:
-    """``response_type`` validated from ``body`` (``fallback`` when absent or refused), with
-    the output's converted ``disaggregated_params`` on its first choice."""
+    """``response_type`` validated from ``body`` (``fallback`` when absent or refused).
+
+    The output's converted ``disaggregated_params`` go on its first choice.
+    """
     if response_type is None:
         return fallback
     try:

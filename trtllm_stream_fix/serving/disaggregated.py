@@ -40,8 +40,10 @@ def token_count(value: Any) -> int | None:
 
 
 def usage_counts(ctx_usage: Any) -> ContextCounts | None:
-    """``(prompt_tokens, cached_tokens)`` of a context usage (model or dict), as upstream's
-    ``get_usage_tokens_from_ctx``; ``None`` without one or without a prompt count."""
+    """``(prompt_tokens, cached_tokens)`` of a context usage (model or dict).
+
+    As upstream's ``get_usage_tokens_from_ctx``; ``None`` without one or without a prompt count.
+    """
     if ctx_usage is None:
         return None
     prompt = token_count(_field(ctx_usage, "prompt_tokens"))
@@ -53,10 +55,12 @@ def usage_counts(ctx_usage: Any) -> ContextCounts | None:
 
 
 def context_counts(outputs: Iterable[Any] | None, relayed: Any = None) -> ContextCounts | None:
-    """The context worker's counts: ``relayed`` (the request's ``ctx_usage``, which chat's
-    post-processing arguments carry) first, else the first output whose
-    ``disaggregated_params`` carries a ``ctx_usage`` (the executor sets the request's
-    parameters on every output of a generation-only result)."""
+    """The context worker's counts, or ``None`` on an aggregated request.
+
+    ``relayed`` (the request's ``ctx_usage``, which chat's post-processing arguments carry)
+    first, else the first output whose ``disaggregated_params`` carries a ``ctx_usage`` (the
+    executor sets the request's parameters on every output of a generation-only result).
+    """
     counts = usage_counts(relayed)
     if counts is not None:
         return counts
