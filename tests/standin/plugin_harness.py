@@ -107,9 +107,16 @@ def new_processor(cls: Any = None, **request_fields: Any) -> Any:
     )
 
 
-def drive(processor: Any, output: Any, split: Any, cached_tokens: int | None = None) -> list[str]:
+def drive(
+    processor: Any,
+    output: Any,
+    split: Any,
+    cached_tokens: int | None = None,
+    disaggregated_params: Any = None,
+) -> list[str]:
     """Run ``responses_api_streaming_post_processor`` per engine response, as a worker does
-    (``cached_tokens``: the prompt tokens the engine result reports cached, if any)."""
+    (``cached_tokens``: the prompt tokens the engine result reports cached, if any;
+    ``disaggregated_params``: set on the output, as on a generation-only result)."""
     from tensorrt_llm.executor import GenerationResult
     from tensorrt_llm.serve.postprocess_handlers import (
         ResponsesAPIPostprocArgs,
@@ -129,6 +136,7 @@ def drive(processor: Any, output: Any, split: Any, cached_tokens: int | None = N
     res = GenerationResult(1, processor.sampling_params, [1, 2, 3])
     if cached_tokens is not None:
         res.cached_tokens = cached_tokens
+    res.outputs[0].disaggregated_params = disaggregated_params
     frames: list[str] = []
     for response in engine_responses(dataclasses.replace(output, stop_token_trimmed=False), split):
         res._handle_sequence(

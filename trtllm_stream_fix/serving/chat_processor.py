@@ -19,6 +19,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from openai.types.completion_usage import PromptTokensDetails
+
 from ..core.chat_chunks import DONE, format_chat_sse, to_dict
 from ..core.chat_machine import (
     ChatChunkMachine,
@@ -29,12 +31,14 @@ from ..core.chat_machine import (
 )
 from ..core.config import PARSER_ENV, PREAMBLES_ENV
 from ..defaults import default_encoding
+from .disaggregated import ContextCounts, context_counts, is_context_only, token_count
 
 logger = logging.getLogger(__name__)
 
 REASONING_FIELD_ENV = "TRTLLM_STREAM_FIX_REASONING_FIELD"
 _STATE = "_harmony_chat_machine"
 _ENDED = "ended"
+NOT_FINISHED = "not_finished"  # a context-only result handing the generation on
 
 
 def chat_options(environ: Mapping[str, str] | None = None) -> ChatOptions:
@@ -110,7 +114,23 @@ def stream_chunks(rsp: Any, args: Any, num_prompt_tokens: int | None = None) -> 
         setattr(args, _STATE, _ENDED)  # release the parser; later responses send nothing
         if not done and machine.error is not None:
             _abort(rsp)
+        counts = context_counts(rsp.outputs, getattr(args, "ctx_usage", None))
+        for frame in frames:
+            if counts is not None and getattr(frame, "usage", None) is not None:
+                with_context_usage(frame.usage, counts)
     return [format_chat_sse(frame) for frame in frames if frame is not DONE]
+
+
+def with_context_usage(usage: Any, counts: ContextCounts) -> None:
+    """Put the context worker's prompt and cached tokens on a chat ``usage``.
+
+    As upstream's ``rewrite_usage_info_from_ctx`` sets them.
+    """
+    usage.prompt_tokens = counts.prompt_tokens
+    usage.total_tokens = counts.prompt_tokens + (usage.completion_tokens or 0)
+    usage.prompt_tokens_details = PromptTokensDetails.model_construct(
+        cached_tokens=counts.cached_tokens
+    )
 
 
 def chat_completion(
@@ -128,9 +148,13 @@ def chat_completion(
     the server turns it into an error response.
     """
     output = rsp.outputs[0]
+    context = chat_context(rsp, args, stream=False)
+    if is_context_only(output) and output.finish_reason == NOT_FINISHED:
+        body = handoff_body(context, output, getattr(rsp, "cached_tokens", None))
+        return _server_response(body, body, output, response_type, to_disaggregated_params)
     try:
         completion = build_chat_completion(
-            chat_context(rsp, args, stream=False),
+            context,
             output.token_ids,
             output.finish_reason,
             options=chat_options(),
@@ -138,7 +162,37 @@ def chat_completion(
         )
     except ChatGenerationError as exc:
         raise ValueError(str(exc)) from None
+    counts = context_counts(rsp.outputs, getattr(args, "ctx_usage", None))
+    if counts is not None:
+        with_context_usage(completion.usage, counts)
     return _as_server_response(completion, output, response_type, to_disaggregated_params)
+
+
+def handoff_body(context: ChatContext, output: Any, cached_tokens: Any = None) -> dict[str, Any]:
+    """The JSON body of a context-only request that hands the generation on.
+
+    Disaggregated serving: its one token is not a Harmony message to parse, and only the
+    orchestrator reads it (``finish_reason``, the ``disaggregated_params`` the caller sets,
+    and the usage it relays to the generation worker as ``ctx_usage``: the prompt tokens with
+    the engine's ``cached_tokens``, as upstream's usage counts them).
+    """
+    generated = len(output.token_ids)
+    message = {"role": "assistant", "content": None}
+    return {
+        "id": context.completion_id,
+        "object": "chat.completion",
+        "created": context.created,
+        "model": context.model,
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": NOT_FINISHED, "logprobs": None}
+        ],
+        "usage": {
+            "prompt_tokens": context.num_prompt_tokens,
+            "completion_tokens": generated,
+            "total_tokens": context.num_prompt_tokens + generated,
+            "prompt_tokens_details": {"cached_tokens": token_count(cached_tokens) or 0},
+        },
+    }
 
 
 def _as_server_response(
@@ -153,7 +207,22 @@ def _as_server_response(
     """
     if response_type is None:
         return completion
-    body = to_dict(completion)
+    return _server_response(to_dict(completion), completion, output, response_type, convert)
+
+
+def _server_response(
+    body: dict[str, Any],
+    fallback: Any,
+    output: Any,
+    response_type: Any,
+    convert: Callable[[Any], Any] | None,
+) -> Any:
+    """``response_type`` validated from ``body`` (``fallback`` when absent or refused).
+
+    The output's converted ``disaggregated_params`` go on its first choice.
+    """
+    if response_type is None:
+        return fallback
     try:
         response = response_type.model_validate(body)
     except Exception:
@@ -163,7 +232,7 @@ def _as_server_response(
             response = response_type.model_validate(body)
         except Exception as exc:
             logger.debug("chat completion kept as the openai model: %s", exc)
-            return completion
+            return fallback
     params = getattr(output, "disaggregated_params", None)
     if convert is not None and params is not None:
         try:

@@ -34,6 +34,7 @@ from ..core.nonstreaming import build_response
 from ..core.response import ECHOED_REQUEST_FIELDS, request_echo
 from ..core.sse import format_sse
 from ..defaults import edge_defaults, new_context, system_clock
+from .disaggregated import context_counts
 
 logger = logging.getLogger(__name__)
 
@@ -315,11 +316,19 @@ def with_engine_input(usage: Any, final_res: Any, num_prompt_tokens: int | None)
     """Set the engine's prompt counts on the stream's ``usage``.
 
     The prompt tokens when given, and the prompt tokens the engine reports as cached
-    (``final_res.cached_tokens``, as upstream's own usage reads it).
+    (``final_res.cached_tokens``, as upstream's own usage reads it). On a disaggregated
+    generation worker both come from the context worker's usage the hand-off carries (the
+    outputs' ``disaggregated_params.ctx_usage``), as upstream's usage takes them.
     """
+    context = context_counts(getattr(final_res, "outputs", None))
+    if context is not None:
+        num_prompt_tokens = context.prompt_tokens
     if num_prompt_tokens is not None:
         usage.input_tokens = num_prompt_tokens
         usage.total_tokens = num_prompt_tokens + usage.output_tokens
+    if context is not None:
+        usage.input_tokens_details.cached_tokens = context.cached_tokens
+        return
     cached = getattr(final_res, "cached_tokens", None)
     if isinstance(cached, numbers.Integral) and cached > 0:
         usage.input_tokens_details.cached_tokens = int(cached)

@@ -24,6 +24,7 @@ _UPSTREAM_MODULES = {
     "trtllm_stream_fix.upstream_pr.templates.encoding": f"{PACKAGE}.encoding",
     "trtllm_stream_fix.serving.processor": f"{PACKAGE}.processor",
     "trtllm_stream_fix.serving.chat_processor": f"{PACKAGE}.chat_processor",
+    "trtllm_stream_fix.serving.disaggregated": f"{PACKAGE}.disaggregated",
 }
 _SUPPORT_MODULES = {
     "_streams": "streams",

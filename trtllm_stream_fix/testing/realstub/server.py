@@ -292,6 +292,61 @@ class HarmonyTokenizer:
         return self._enc.decode(list(token_ids))
 
 
+@dataclass
+class Phase:
+    """One phase of a disaggregated request as the engine runs it (see ``disaggregated_phase``)."""
+
+    output: Any  # the generation this worker delivers
+    steps: Any  # the engine responses, or None: streamed as an aggregated request is
+    cached_tokens: int  # what the engine reports as reused from its KV cache
+    params: Any  # the outputs' ``disaggregated_params``
+
+
+def context_cached_tokens(prompt: list[int]) -> int:
+    """The prompt tokens a context worker reports reused from its KV cache (half the prompt:
+    distinct from none and from all, so a usage reading the wrong worker's count shows)."""
+    return len(prompt) // 2
+
+
+def disaggregated_phase(output: Any, prompt: list[int], params: Any, rid: int) -> Phase | None:
+    """The context or generation phase of a disaggregated request, as upstream's executor
+    delivers it (``None`` for an aggregated request).
+
+    ``context_only``: one engine response holding the first generated token, finish reason
+    ``not_finished`` (the request continues elsewhere) and ``disaggregated_params`` for the
+    hand-off (``request_type="context_only"``, ``first_gen_tokens``, ``ctx_request_id``; no
+    opaque KV state: no cache moves here); a generation that ends at its first token finishes
+    here as an aggregated one would. ``generation_only``: the generation continued from the
+    relayed ``first_gen_tokens`` (they are its first output tokens), every output carrying the
+    request's ``disaggregated_params`` (``ctx_usage`` included), and the whole prompt counted as
+    cached, since it arrived as transferred KV cache.
+    """
+    import dataclasses
+
+    from ..synthetic import EngineResponse
+
+    kind = getattr(params, "request_type", None)
+    if kind == "context_only":
+        from tensorrt_llm.llmapi import DisaggregatedParams
+
+        cached = context_cached_tokens(prompt)
+        if len(output.generated) <= 1:
+            return Phase(output, None, cached, None)
+        handoff = DisaggregatedParams(
+            request_type="context_only",
+            first_gen_tokens=[output.generated[0]],
+            ctx_request_id=rid,
+            disagg_request_id=getattr(params, "disagg_request_id", None),
+        )
+        step = EngineResponse(output.generated[:1], True, "not_finished")
+        return Phase(output, [step], cached, handoff)
+    if kind == "generation_only":
+        first = tuple(getattr(params, "first_gen_tokens", None) or ())
+        generated = first + tuple(output.generated[len(first) :])
+        return Phase(dataclasses.replace(output, generated=generated), None, len(prompt), params)
+    return None
+
+
 class FakeLLM:
     """The ``LLM`` that ``OpenAIServer`` is given: args, tokenizer and ``generate_async``."""
 
@@ -339,14 +394,20 @@ class FakeLLM:
         output = choose_output(prompt)
         last_user = _encoding().decode(prompt).rsplit("<|start|>user", 1)[-1]
         fail = streaming and FAULT_AFTER_END in last_user
-        if streaming:
-            sizes = batch_sizes(len(output.generated), self.settings, output.seed)
-            steps = engine_responses(output, sizes)
-        else:  # a non-streaming request gets one response with every token
-            steps = engine_responses(output, max(len(output.generated), 1))
         self._next_id += 1
         rid = self._next_id
         record = Record(prompt_token_ids=prompt, id=rid, request_id=rid)
+        steps = None
+        phase = disaggregated_phase(output, prompt, kwargs.get("disaggregated_params"), rid)
+        if phase is not None:
+            output, steps = phase.output, phase.steps
+            record.cached_tokens = phase.cached_tokens
+            record.outputs[0].disaggregated_params = phase.params
+        if steps is None and streaming:
+            sizes = batch_sizes(len(output.generated), self.settings, output.seed)
+            steps = engine_responses(output, sizes)
+        elif steps is None:  # a non-streaming request gets one response with every token
+            steps = engine_responses(output, max(len(output.generated), 1))
         post = None
         if _postproc_params is not None and self.pool is not None:
             # As the executor does before handing the request to a worker.

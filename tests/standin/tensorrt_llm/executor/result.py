@@ -22,6 +22,7 @@ class CompletionOutput:
     token_ids: list[int] = field(default_factory=list)
     finish_reason: str | None = None
     stop_reason: int | str | None = None
+    disaggregated_params: Any = None  # a generation-only result: the request's, ctx_usage too
     _last_text_len: int = field(default=0, init=False, repr=False)
     _last_token_ids_len: int = field(default=0, init=False, repr=False)
     _postprocess_result: Any = None

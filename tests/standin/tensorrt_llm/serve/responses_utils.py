@@ -311,16 +311,30 @@ def _create_usage(
             return None
         num_prompt_tokens = len(prompt)
     output_tokens = sum(len(o.token_ids) for o in final_res.outputs)
+    cached_tokens = getattr(final_res, "cached_tokens", None) or 0  # as upstream
+    # Disaggregated serving: the context worker's usage, relayed with the hand-off, decides
+    # the prompt and cached tokens (the generation worker received the prompt as KV cache).
+    ctx_prompt_tokens, ctx_cached_tokens = _ctx_usage_tokens(final_res.outputs)
+    if ctx_prompt_tokens is not None:
+        num_prompt_tokens, cached_tokens = ctx_prompt_tokens, ctx_cached_tokens
     return ResponseUsage(
         input_tokens=num_prompt_tokens,
-        input_tokens_details=InputTokensDetails(
-            cached_tokens=getattr(final_res, "cached_tokens", None) or 0,  # as upstream
-            cache_write_tokens=0,
-        ),
+        input_tokens_details=InputTokensDetails(cached_tokens=cached_tokens, cache_write_tokens=0),
         output_tokens=output_tokens,
         output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
         total_tokens=num_prompt_tokens + output_tokens,
     )
+
+
+def _ctx_usage_tokens(outputs) -> tuple[int | None, int]:
+    """``get_usage_tokens_from_ctx`` of the first output's ``disaggregated_params.ctx_usage``
+    (a ``UsageInfo`` dict here)."""
+    for output in outputs:
+        ctx_usage = getattr(getattr(output, "disaggregated_params", None), "ctx_usage", None)
+        if ctx_usage is not None:
+            details = ctx_usage.get("prompt_tokens_details") or {}
+            return ctx_usage["prompt_tokens"], details.get("cached_tokens") or 0
+    return None, 0
 
 
 def _create_response(

@@ -46,8 +46,24 @@ class DisaggScheduleStyle(str, Enum):
 
 @dataclass
 class DisaggregatedParams:
+    """``tensorrt_llm.disaggregated_params.DisaggregatedParams``: what the context phase hands
+    the generation phase (``openai_protocol.to_llm_disaggregated_params`` fills every field;
+    ``ctx_usage`` arrives as the dict of the context worker's ``UsageInfo``)."""
+
     request_type: str | None = None
+    first_gen_tokens: list[int] | None = None
+    first_gen_log_probs: Any = None
+    first_gen_logits: Any = None
+    ctx_request_id: int | None = None
+    opaque_state: bytes | None = None
+    draft_tokens: list[int] | None = None
+    disagg_request_id: int | None = None
+    ctx_dp_rank: int | None = None
+    ctx_info_endpoint: Any = None
+    schedule_style: Any = None
     ctx_usage: Any = None
+    multimodal_embedding_handles: Any = None
+    multimodal_hashes: Any = None
 
 
 @dataclass
