@@ -9,7 +9,8 @@ Per synthetic output, at 1 and 20 tokens per engine response and with the proces
 pickled to an emulated PostprocWorker: a ``ResponsesStreamingProcessor`` built as the handler
 builds one, ``get_initial_responses()``, then
 ``postprocess_handlers.responses_api_streaming_post_processor(res, args)`` per engine response,
-every frame restamped with ``stamp_sse_sequence_number`` inside ``guard_responses_stream``.
+every frame restamped with ``stamp_sse_sequence_number`` inside ``guard_responses_stream``
+(where the version has them).
 Per output also the non-streaming body (inline and from a worker), checked against OpenAI's
 recorded schema (``body_schema``) and its usage against the stream's terminal event's
 (``usage_parity``), unpatched and with the plugin.
@@ -82,15 +83,27 @@ def stream(output: Any, split: int, *, workers: bool) -> tuple[list[dict[str, An
             yield frame if stamp is None else stamp(frame, count)
             count += 1
 
-    return asyncio.run(_collect(responses_utils.guard_responses_stream, egress(), processor))
+    return asyncio.run(_collect(stream_guard(responses_utils), egress(), processor))
+
+
+async def _unguarded(frames: AsyncIterator[str], _terminal_events: Any) -> AsyncIterator[str]:
+    async for frame in frames:
+        yield frame
+
+
+def stream_guard(responses_utils: Any) -> Callable[..., AsyncIterator[str]]:
+    """The version's ``guard_responses_stream`` as bound now (patched or not); versions
+    before the guard (early-2026) stream unguarded: an exception ends the stream."""
+    return getattr(responses_utils, "guard_responses_stream", None) or _unguarded
 
 
 async def _collect(
     guard: Callable[..., AsyncIterator[str]], frames: AsyncIterator[str], processor: Any
 ) -> tuple[list[dict[str, Any]], str]:
     out: list[str] = []
+    terminal_events = getattr(processor, "get_stream_failed_events", None)
     try:
-        async for frame in guard(frames, processor.get_stream_failed_events):
+        async for frame in guard(frames, terminal_events):
             out.append(frame)
     except Exception as exc:
         return events_of(out), f"{type(exc).__name__}: {exc}"
