@@ -309,7 +309,6 @@ def test_usage_wrapper_gives_a_usage_less_harmony_response_the_streams_usage(fix
     from types import SimpleNamespace
 
     from trtllm_stream_fix.plugin.replacements import create_response
-
     from trtllm_stream_fix.testing.synthetic import engine_responses
 
     output = named_output("reasoning_answer")

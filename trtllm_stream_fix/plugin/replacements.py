@@ -73,7 +73,8 @@ def create_response(
     The machine is fed ``final_res.outputs[0].token_ids`` and its output and reasoning
     counts replace upstream's; input tokens (prompt, cached, a disaggregated context's) stay
     upstream's. Where upstream built no usage (early-2026), the stream's is set: the engine's
-    prompt and cached tokens with the machine's counts. ``config`` defaults to ``StreamConfig.from_env(os.environ)``, as the stream's.
+    prompt and cached tokens with the machine's counts. ``config`` defaults to
+    ``StreamConfig.from_env(os.environ)``, as the stream's.
     """
     config = StreamConfig.from_env(os.environ) if config is None else config
     signature = inspect.signature(original)

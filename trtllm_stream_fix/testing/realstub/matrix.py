@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import inspect
+import itertools
 import json
 import pickle
 import sys
