@@ -295,11 +295,38 @@ def test_usage_wrapper_leaves_non_harmony_and_usage_less_responses_as_upstream_b
     )
     assert wrapped(res, False, None, "m", 0, None)[0].usage is res.usage
     none = SimpleNamespace(usage=None, outputs=res.outputs)
-    assert wrapped(none, True, None, "m", 0, sampling=None) == (
+    assert wrapped(none, False, None, "m", 0, sampling=None) == (
         SimpleNamespace(usage=None),
         ["messages"],
     )
     assert wrapped.__wrapped__ is built
+
+
+def test_usage_wrapper_gives_a_usage_less_harmony_response_the_streams_usage(fixed):
+    """early-2026's ``_create_response`` builds no usage: the body then reports the usage the
+    plugin's stream reports for the same generation (prompt and cached tokens from the
+    engine's result, output and reasoning tokens counted by the machine)."""
+    from types import SimpleNamespace
+
+    from trtllm_stream_fix.plugin.replacements import create_response
+    from trtllm_stream_fix.testing.synthetic import engine_responses
+
+    output = named_output("reasoning_answer")
+    terminal = harness.stream(output, 20, workers=0)[-1]["response"]["usage"]
+    token_ids = [t for r in engine_responses(output, 20) for t in r.token_ids_diff]
+    res = SimpleNamespace(
+        usage=None,
+        prompt_token_ids=[0] * terminal["input_tokens"],
+        cached_tokens=0,
+        outputs=[SimpleNamespace(token_ids=token_ids, finish_reason="stop")],
+    )
+
+    def built(final_res, use_harmony, request, model_name, response_creation_time, sampling):
+        return SimpleNamespace(usage=final_res.usage), ["messages"]
+
+    usage = create_response(built)(res, True, None, "m", 0, None)[0].usage
+    assert set_values(usage) == set_values(terminal)
+    assert usage["output_tokens_details"]["reasoning_tokens"] > 0
 
 
 @pytest.mark.parametrize("by_alias", [True, False], ids=["by_alias", "plain_dump"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -76,6 +77,27 @@ def test_the_lock_table_holds_the_documented_files():
     for row in versions.LOCK:
         assert row.sha256 in doc, row
         assert row.name in versions.PATCHED_FILES
+
+
+def _census_rows() -> set[tuple[str, str, int, str]]:
+    """(file, line, characters, sha256) of each fetched version in docs/upstream-versions.md."""
+    doc = (Path(__file__).parents[1] / "docs" / "upstream-versions.md").read_text()
+    rows = set()
+    for row in doc.splitlines():
+        cells = [c.strip().strip("`") for c in row.strip().strip("|").split("|")]
+        sha = [c for c in cells if re.fullmatch(r"[0-9a-f]{64}", c)]
+        if row.startswith("|") and sha:
+            name, line, _origin, chars = cells[:4]
+            rows.add((name, line, int(chars.replace(",", "")), sha[0]))
+    return rows
+
+
+def test_the_census_table_and_the_lock_table_agree():
+    """Every fetched version in the census is a lock row with the same line, and back."""
+    locked = {(f.name, f.line, f.chars, f.sha256) for f in versions.LOCK}
+    census = _census_rows()
+    assert census - locked == set(), "in docs/upstream-versions.md, not in versions.LOCK"
+    assert locked - census == set(), "in versions.LOCK, not in docs/upstream-versions.md"
 
 
 def test_cli_prints_text_and_json_and_imports_nothing(tree):

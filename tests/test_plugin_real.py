@@ -57,9 +57,12 @@ def _source(configured: str) -> tuple[Path | None, str]:
         if "standin" in spec.origin or "realstub" in spec.origin:
             return None, "TRTLLM_SOURCE_DIR is not set; only a test stand-in is importable"
         root = Path(spec.origin).resolve().parent.parent
-    missing = [m for m in REAL if not (root / "tensorrt_llm" / "serve" / f"{m}.py").is_file()]
+    serve = root / "tensorrt_llm" / "serve"
+    missing = [m for m in REAL if not (serve / f"{m}.py").is_file()]
     if missing:
         return None, f"{root}/tensorrt_llm/serve lacks {', '.join(missing)}"
+    if "class ResponsesStreamingProcessor" not in (serve / "responses_utils.py").read_text():
+        return None, f"{root}: pre-class line (no ResponsesStreamingProcessor), no target here"
     return root, ""
 
 
@@ -103,8 +106,19 @@ def test_the_four_responses_modules_are_loaded_from_the_source_tree(real):
     assert files == {serve / f"{m}.py" for m in REAL}
 
 
+def _optional(dotted: str) -> bool:
+    """A target a version may lack (early-2026 has no guard)."""
+    from trtllm_stream_fix.plugin import registry
+
+    return any(t.optional and t.dotted == dotted for t in registry.all_targets())
+
+
 def test_real_modules_match_the_recorded_shapes(real):
-    bad = {name: status for name, (status, _) in real["checks"].items() if status != "ok"}
+    bad = {
+        name: status
+        for name, (status, _) in real["checks"].items()
+        if status not in ("ok", "compatible") and not (status == "missing" and _optional(name))
+    }
     # openai_server is not imported: its streaming loop is emulated by the driver.
     assert bad == {
         "tensorrt_llm.serve.openai_server.ResponsesStreamingProcessor": "not-loaded",
@@ -119,8 +133,11 @@ def test_install_patches_the_real_modules_and_uninstall_restores_them(real):
     assert not {"refused", "error"} & set(statuses.values()), statuses
     # processor, non-streaming mapper, stream guard, input channels and the two chat
     # post-processors in postprocess_handlers (all or nothing); the complete Response model;
-    # the non-streaming usage
-    assert list(statuses.values()).count("patched") == 8
+    # the non-streaming usage. A version without the guard (early-2026) has none to patch.
+    absent = {name for name, status in statuses.items() if status == "absent"}
+    assert all(_optional(name) for name in absent), absent
+    loaded_absent = {name for name in absent if ".openai_server." not in name}
+    assert list(statuses.values()).count("patched") == 8 - len(loaded_absent)
     assert statuses["tensorrt_llm.serve.responses_utils.ResponsesResponse"] == "patched"
     assert statuses["tensorrt_llm.serve.responses_utils._create_response"] == "patched"
     assert {status for _, status in real["uninstall"]} == {"restored"}
@@ -154,6 +171,10 @@ def test_without_the_plugin_real_upstream_fails_the_same_checks(real):
     upstream = real["upstream"]
     assert upstream["streams"] == 3 * OUTPUTS
     assert upstream["strict"] < upstream["streams"] // 2
+    if upstream["raised"] == upstream["streams"]:
+        # the early-2026 tree: its responses_utils unpacks (messages, contents) from a
+        # harmony_adapter of another version, so every unpatched stream raises alike
+        return
     assert upstream["sdk"] < upstream["streams"]  # 993c0eec: most raise, then error + failed
     assert upstream["identical"] < upstream["compared"] // 2
 

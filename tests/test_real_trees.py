@@ -132,3 +132,23 @@ def test_real_postprocessing_workers_with_and_without_the_plugin(tree):
     assert payload["worker_exits"]["plugin"] == 0
     broken = [r for r in payload["upstream"] if r["workers"] and r["mode"] == "streaming"]
     assert all(r["strict"] < r["n"] for r in broken), broken
+
+
+def test_a_version_without_a_stream_guard_is_streamed_unguarded():
+    """early-2026 has no ``guard_responses_stream``: the harness passes the frames through
+    (an exception then ends the stream) instead of failing on the missing name."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from trtllm_stream_fix.testing.realstub.drive import stream_guard
+
+    async def frames():
+        yield "event: a\n\n"
+        yield "event: b\n\n"
+
+    async def passed(guard):
+        return [frame async for frame in guard(frames(), None)]
+
+    assert asyncio.run(passed(stream_guard(SimpleNamespace()))) == ["event: a\n\n", "event: b\n\n"]
+    guard = object()
+    assert stream_guard(SimpleNamespace(guard_responses_stream=guard)) is guard

@@ -18,7 +18,12 @@ from typing import Any
 from ..core.config import StreamConfig
 from ..core.nonstreaming import build_usage
 from ..defaults import edge_defaults, new_context
-from ..serving.processor import harmony_output_content, with_phase_channel
+from ..serving.processor import (
+    harmony_output_content,
+    server_usage,
+    with_engine_input,
+    with_phase_channel,
+)
 
 RESPONSES_UTILS = "tensorrt_llm.serve.responses_utils"
 
@@ -67,7 +72,9 @@ def create_response(
     counts the analysis-channel tokens (and, for a generation it fails, the tokens parsed).
     The machine is fed ``final_res.outputs[0].token_ids`` and its output and reasoning
     counts replace upstream's; input tokens (prompt, cached, a disaggregated context's) stay
-    upstream's. ``config`` defaults to ``StreamConfig.from_env(os.environ)``, as the stream's.
+    upstream's. Where upstream built no usage (early-2026), the stream's is set: the engine's
+    prompt and cached tokens with the machine's counts. ``config`` defaults to
+    ``StreamConfig.from_env(os.environ)``, as the stream's.
     """
     config = StreamConfig.from_env(os.environ) if config is None else config
     signature = inspect.signature(original)
@@ -75,17 +82,23 @@ def create_response(
     def _create_response(*args: Any, **kwargs: Any) -> Any:
         call = signature.bind(*args, **kwargs).arguments
         response, messages = original(*args, **kwargs)
-        usage = getattr(response, "usage", None)
-        if call.get("use_harmony") and usage is not None:
-            output = call["final_res"].outputs[0]
-            counted = build_usage(
-                new_context(),
-                list(output.token_ids),
-                output.finish_reason or "stop",
-                config=config,
-                **edge_defaults(),
-            )
-            response.usage = with_output_counts(usage, counted)
+        if not call.get("use_harmony") or not hasattr(response, "usage"):
+            return response, messages
+        final_res = call["final_res"]
+        output = final_res.outputs[0]
+        prompt = len(getattr(final_res, "prompt_token_ids", None) or ())
+        counted = build_usage(
+            new_context(num_prompt_tokens=prompt),
+            list(output.token_ids),
+            output.finish_reason or "stop",
+            config=config,
+            **edge_defaults(),
+        )
+        if response.usage is not None:
+            response.usage = with_output_counts(response.usage, counted)
+        else:  # early-2026 builds no usage: the stream's (engine prompt counts, as its)
+            with_engine_input(counted, final_res, None)
+            response.usage = server_usage(type(response), counted)
         return response, messages
 
     return _mark(_create_response, original)

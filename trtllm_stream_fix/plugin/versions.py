@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The upstream files the plugin was proven on, by sha256 (docs/real-upstream.md's lock table).
+"""Every fetched upstream version of the patched files, by sha256 (docs/upstream-versions.md).
 
 ``doctor --fingerprint`` names the recorded version a file of a tree or of the installed
-TensorRT-LLM is, by its sha256. Adding a file is one row here (and one in the docs' table).
+TensorRT-LLM is, by its sha256. Adding a file is one row here and one in each table of
+docs/upstream-versions.md (the census) and docs/real-upstream.md (the trees' lock).
 """
 
 from __future__ import annotations
@@ -58,6 +59,27 @@ LOCK: tuple[LockedFile, ...] = (
         "3066b72c1af7667cef24b4ab69786815ac5c705e9fbd3d593e0819c1d2976373",
     ),
     LockedFile(
+        "responses_utils.py",
+        "993c0eec",
+        "index id 71356448852",
+        131201,
+        "b7e70c69d8d55c77e09fe808099b33cfa65d564d26745b8113cb2c4c32785ec6",
+    ),
+    LockedFile(
+        "responses_utils.py",
+        "early-2026",
+        "02238b67ef3a25ae4d8c50d5f1942ddee2f8f00b",
+        74546,
+        "536006eeca72031541604bf860e0993d010624171ce7bc8fdb3ea4ad4d209c67",
+    ),
+    LockedFile(
+        "responses_utils.py",
+        "pre-class",
+        "83ab45a50d169b08e29e9bf2f46fc66b3838cc37",
+        36703,
+        "bb9fc1a102f805ead9aed329b829ec6c0b2fca367c50cbbc90b1d256ac3bc105",
+    ),
+    LockedFile(
         "harmony_adapter.py",
         "all",
         "38134b130944ed5c037949456df20300126ec728",
@@ -98,6 +120,27 @@ LOCK: tuple[LockedFile, ...] = (
         "993c0eec9327a503caebf2ba8b733ec20a0fbc40",
         194652,
         "623c73e9d4a42d1180780da2a3be6e6bad70a34120ebd93e9e3cf5fa320588a6",
+    ),
+    LockedFile(
+        "openai_protocol.py",
+        "pre-class",
+        "index id 1179858508",
+        35407,
+        "4bf7482c889ec0bbb88ff0adef5ade33baf8e7fe5e3c41c4be4dcc376da73d2a",
+    ),
+    LockedFile(
+        "postprocess_handlers.py",
+        "pre-class (harmony-38134b13)",
+        "index id 45575800",
+        19020,
+        "35a3fc9781d87c70fead62c929b9ba29ea9cad3cd6d1a541d21b7c61c0a444ed",
+    ),
+    LockedFile(
+        "openai_server.py",
+        "pre-class (server)",
+        "e7f7345e31e574b5d0918b756b871882c7346b3c",
+        48667,
+        "1f8dc96fefd3311138e1452f7ad227ba9429e80c1324968d78dad8eec411caf5",
     ),
 )
 

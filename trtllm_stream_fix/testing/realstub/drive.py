@@ -9,10 +9,11 @@ Per synthetic output, at 1 and 20 tokens per engine response and with the proces
 pickled to an emulated PostprocWorker: a ``ResponsesStreamingProcessor`` built as the handler
 builds one, ``get_initial_responses()``, then
 ``postprocess_handlers.responses_api_streaming_post_processor(res, args)`` per engine response,
-every frame restamped with ``stamp_sse_sequence_number`` inside ``guard_responses_stream``.
+every frame restamped with ``stamp_sse_sequence_number`` inside ``guard_responses_stream``
+(where the version has them).
 Per output also the non-streaming body (inline and from a worker), checked against OpenAI's
-recorded schema (``body_schema``); with the plugin, its usage against the stream's terminal
-event's (``usage_parity``).
+recorded schema (``body_schema``) and its usage against the stream's terminal event's
+(``usage_parity``), unpatched and with the plugin.
 """
 
 from __future__ import annotations
@@ -82,15 +83,27 @@ def stream(output: Any, split: int, *, workers: bool) -> tuple[list[dict[str, An
             yield frame if stamp is None else stamp(frame, count)
             count += 1
 
-    return asyncio.run(_collect(responses_utils.guard_responses_stream, egress(), processor))
+    return asyncio.run(_collect(stream_guard(responses_utils), egress(), processor))
+
+
+async def _unguarded(frames: AsyncIterator[str], _terminal_events: Any) -> AsyncIterator[str]:
+    async for frame in frames:
+        yield frame
+
+
+def stream_guard(responses_utils: Any) -> Callable[..., AsyncIterator[str]]:
+    """The version's ``guard_responses_stream`` as bound now (patched or not); versions
+    before the guard (early-2026) stream unguarded: an exception ends the stream."""
+    return getattr(responses_utils, "guard_responses_stream", None) or _unguarded
 
 
 async def _collect(
     guard: Callable[..., AsyncIterator[str]], frames: AsyncIterator[str], processor: Any
 ) -> tuple[list[dict[str, Any]], str]:
     out: list[str] = []
+    terminal_events = getattr(processor, "get_stream_failed_events", None)
     try:
-        async for frame in guard(frames, processor.get_stream_failed_events):
+        async for frame in guard(frames, terminal_events):
             out.append(frame)
     except Exception as exc:
         return events_of(out), f"{type(exc).__name__}: {exc}"
@@ -245,11 +258,11 @@ def usage_parity(outputs: list[Any]) -> dict[str, Any]:
     with 3 of its prompt tokens reported cached by the engine: counts of outputs
     (``outputs``), of bodies whose usage equals the stream's, null entries aside (``inline``,
     ``worker``), of streams reporting reasoning tokens (``reasoning``) and cached tokens
-    (``cached``)."""
+    (``cached``), and of bodies whose building raised (``raised``)."""
     from trtllm_stream_fix.testing.realstub.matrix import non_streaming_body, sent_body, streamed
 
     stats: dict[str, Any] = {"outputs": 0, "inline": 0, "worker": 0, "reasoning": 0, "cached": 0}
-    stats["examples"] = []
+    stats.update(raised=0, examples=[])
     for n, output in enumerate(outputs[:USAGE_OUTPUTS]):
         stats["outputs"] += 1
         cached = 3 * (n % 2)
@@ -259,9 +272,15 @@ def usage_parity(outputs: list[Any]) -> dict[str, Any]:
         stats["reasoning"] += bool(details.get("reasoning_tokens"))
         stats["cached"] += bool((seen.get("input_tokens_details") or {}).get("cached_tokens"))
         for key, workers in (("inline", False), ("worker", True)):
-            body = sent_body(
-                non_streaming_body(output, 20, workers, False, cached_tokens=cached)[0]
-            )
+            try:
+                body = sent_body(
+                    non_streaming_body(output, 20, workers, False, cached_tokens=cached)[0]
+                )
+            except Exception as exc:  # unpatched upstream raises on malformed Harmony
+                stats["raised"] += 1
+                if len(stats["examples"]) < 5:
+                    stats["examples"].append(f"{output.name} seed={output.seed} {key}: {exc!r}")
+                continue
             usage = set_values(body["usage"])
             stats[key] += usage == seen
             if usage != seen and len(stats["examples"]) < 5:
@@ -327,6 +346,7 @@ def main(source: str, count: int) -> dict[str, Any]:
         "upstream": run_all(outputs),
         "upstream_bodies": body_schema(outputs),
         "upstream_stored": stored_copies(outputs),
+        "upstream_usage": usage_parity(outputs),
     }
     result["install"] = [[o.target, o.status] for o in install(mode="on").outcomes]
     result["plugin"] = run_all(outputs)

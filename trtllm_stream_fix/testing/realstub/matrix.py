@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import itertools
 import json
 import pickle
@@ -38,6 +39,7 @@ from trtllm_stream_fix.testing.realstub.drive import (
     Result,
     _collect,
     comparable,
+    stream_guard,
     verdicts,
 )
 
@@ -126,7 +128,7 @@ def streamed(
             count += 1
 
     async def run() -> tuple[list[dict[str, Any]], str, Any]:
-        events, error = await _collect(responses_utils.guard_responses_stream, egress(), processor)
+        events, error = await _collect(stream_guard(responses_utils), egress(), processor)
         await asyncio.sleep(0)
         return events, error, await conversations.load_response(request.request_id)
 
@@ -177,8 +179,11 @@ def non_streaming_body(
         args.num_prompt_tokens = len(PROMPT)
         body = postprocess_handlers.responses_api_post_processor(res, args)
         return pickle.loads(pickle.dumps(body)), conversations  # back from the worker
+    create = responses_utils.create_response
+    # the prompt length, where the version's create_response takes it (early-2026's does not)
+    counted = "num_prompt_tokens" in inspect.signature(create).parameters
     body = asyncio.run(
-        responses_utils.create_response(
+        create(
             request=request,
             sampling_params=sampling,
             model_name=MODEL,
@@ -186,7 +191,7 @@ def non_streaming_body(
             generation_result=res,
             enable_store=store,
             use_harmony=True,
-            num_prompt_tokens=len(PROMPT),
+            **({"num_prompt_tokens": len(PROMPT)} if counted else {}),
         )
     )
     return body, conversations
