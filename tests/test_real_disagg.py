@@ -31,7 +31,8 @@ from test_real_server import _trees
 pytestmark = pytest.mark.cpu_only
 
 OUTPUTS = 8
-#: Fields the plugin's response model fills where upstream leaves them null (ledger entry 11).
+#: Fields the plugin's response model (patch group ``response``) fills where upstream leaves
+#: them null.
 FILLED_BY_THE_PLUGIN = frozenset(("text", "reasoning", "metadata"))
 
 
