@@ -23,11 +23,12 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .bad_request import JSONBadRequest
 from .head_deadline import HeadDeadline
 from .limits import ServerLimits
 
 
-class _HeadDeadlineProtocol(HeadDeadline, H11Protocol):
+class _HeadDeadlineProtocol(JSONBadRequest, HeadDeadline, H11Protocol):
     """h11 protocol that closes a connection whose request head is not complete in time."""
 
     def data_received(self, data: bytes) -> None:
