@@ -36,6 +36,7 @@ pytestmark = pytest.mark.cpu_only
 TOOL = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
 # Outputs the unpatched stand-in streams without raising.
 PLAIN = ("short_answer", "reasoning_answer", "multibyte_emoji", "preamble_answer")
+SAMPLING = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
 
 
 def _keys(events: list[dict]) -> dict[str, set[str]]:
@@ -158,15 +159,14 @@ def test_plugin_non_streaming_body_keeps_every_key_upstream_sends(monkeypatch):
 
 def test_a_stored_response_fetched_again_is_complete(fixed):
     request = ResponsesRequest(input="hi", stream=False, store=True)
-    server = openai_server.OpenAIServer(harness.engine_for(named_output("short_answer"), 20))
+    server = openai_server.OpenAIServer(harness.engine_for(named_output("reasoning_answer"), 20))
     answer = asyncio.run(server.openai_responses(request))
     stored = asyncio.run(server.conversation_store.load_response(answer.id))
     body = json.loads(json.dumps(stored.model_dump()))  # GET /v1/responses/{id}
     assert openai_schema.missing_keys(body) == []
     assert body["store"] is True and body["output"] == answer.model_dump()["output"]
-
-
-SAMPLING = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
+    assert [type(body[key]) for key in SAMPLING] == [float] * 4
+    assert [i for i in body["output"] if i["type"] == "reasoning" and "encrypted_content" not in i]
 
 
 def _reasoning_items(response: dict) -> list[dict]:

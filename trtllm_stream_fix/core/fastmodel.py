@@ -133,10 +133,12 @@ def builds_directly(cls: type, names: frozenset[str] | set[str]) -> bool:
 
 
 def keys_given(model: Any, given: Any, *, drop: bool = True) -> Any:
-    """``model`` (built from the dict ``given``) with the fields ``given`` names first, in its
-    order, so it serialises as ``given`` reads; ``drop`` leaves the other fields out (they
-    would be ``null``). Keep them (``drop=False``) for a model in a union field: pydantic's
-    union serialiser warns about a model with fields missing. Nested models are kept whole.
+    """``model`` (built from the dict ``given``) with the fields ``given`` names first.
+
+    In ``given``'s order, so it serialises as ``given`` reads; ``drop`` leaves the other
+    fields out (they would be ``null``). Keep them (``drop=False``) for a model in a union
+    field: pydantic's union serialiser warns about a model with fields missing. Nested
+    models are kept whole.
     """
     if not isinstance(model, BaseModel) or not isinstance(given, dict):
         return model

@@ -198,8 +198,11 @@ def _number(value: Any, default: float) -> float:
 
 
 def _as_model(name: str, value: Any) -> Any:
-    """A dict ``value`` as the ``openai`` type of the Response field ``name``: a model field
-    holding the keys given, a union of models (``tool_choice``) the member it matches."""
+    """A dict ``value`` as the ``openai`` type of the Response field ``name``.
+
+    A model field holds the keys given; a union of models (``tool_choice``) is the member
+    the value matches, whole.
+    """
     field = Response.model_fields.get(name)
     if not isinstance(value, dict) or field is None:
         return value
