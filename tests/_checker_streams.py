@@ -36,6 +36,10 @@ def _response(status: str, output: list[dict[str, Any]], **extra: Any) -> dict[s
             }
         ],
         "status": status,
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
     }
     body.update(extra)
     return body

@@ -242,6 +242,18 @@ MUTATIONS: list[tuple[str, str, Callable[[Events], None], str]] = [
     ("second in_progress", "completed", lambda e: e.insert(2, copy.deepcopy(e[1])), "lifecycle"),
     ("in_progress after items", "completed", lambda e: e.insert(4, e.pop(1)), "lifecycle"),
     (
+        "created with null temperature",
+        "completed",
+        _set("response.temperature", None, "response.created"),
+        "sampling",
+    ),
+    (
+        "terminal without presence_penalty",
+        "completed",
+        lambda e: e[-1]["response"].pop("presence_penalty"),
+        "sampling",
+    ),
+    (
         "created with completed status",
         "completed",
         _set("response.status", "completed", "response.created"),

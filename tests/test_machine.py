@@ -191,6 +191,11 @@ def test_wire_json_names_every_field_like_pydantic(encoding):
             if "response" in wire:  # OpenAI sends ``store``; the SDK's Response has no field
                 expected["response"]["store"] = wire["response"].pop("store")
                 expected["response"].pop("store")
+            # OpenAI leaves a reasoning item's encrypted_content out unless asked for it.
+            items = [expected.get("item")] + (expected.get("response") or {}).get("output", [])
+            for item in items:
+                if item and item["type"] == "reasoning" and item["encrypted_content"] is None:
+                    del item["encrypted_content"]
             assert wire == expected, event.type
 
 

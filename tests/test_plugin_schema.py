@@ -36,6 +36,7 @@ pytestmark = pytest.mark.cpu_only
 TOOL = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
 # Outputs the unpatched stand-in streams without raising.
 PLAIN = ("short_answer", "reasoning_answer", "multibyte_emoji", "preamble_answer")
+SAMPLING = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
 
 
 def _keys(events: list[dict]) -> dict[str, set[str]]:
@@ -78,8 +79,9 @@ def test_plugin_keeps_every_key_upstream_sends():
                 ours[kind] |= keys
     finally:
         uninstall()
-    dropped = {kind: theirs[kind] - ours[kind] for kind in theirs if theirs[kind] - ours[kind]}
-    assert not dropped
+    # Keys OpenAI sends only on request (a reasoning item's null encrypted_content) may go.
+    dropped = {kind: theirs[kind] - ours[kind] - openai_schema.OPTIONAL_KEYS for kind in theirs}
+    assert not {kind: keys for kind, keys in dropped.items() if keys}
     assert {"response.created/response", "response.output_item.done/item"} <= set(theirs)
 
 
@@ -157,9 +159,37 @@ def test_plugin_non_streaming_body_keeps_every_key_upstream_sends(monkeypatch):
 
 def test_a_stored_response_fetched_again_is_complete(fixed):
     request = ResponsesRequest(input="hi", stream=False, store=True)
-    server = openai_server.OpenAIServer(harness.engine_for(named_output("short_answer"), 20))
+    server = openai_server.OpenAIServer(harness.engine_for(named_output("reasoning_answer"), 20))
     answer = asyncio.run(server.openai_responses(request))
     stored = asyncio.run(server.conversation_store.load_response(answer.id))
     body = json.loads(json.dumps(stored.model_dump()))  # GET /v1/responses/{id}
     assert openai_schema.missing_keys(body) == []
     assert body["store"] is True and body["output"] == answer.model_dump()["output"]
+    assert [type(body[key]) for key in SAMPLING] == [float] * 4
+    assert [i for i in body["output"] if i["type"] == "reasoning" and "encrypted_content" not in i]
+
+
+def _reasoning_items(response: dict) -> list[dict]:
+    return [item for item in response["output"] if item["type"] == "reasoning"]
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_plugin_responses_carry_numeric_sampling_values_and_no_null_encrypted_content(
+    fixed, workers
+):
+    output = named_output("reasoning_answer")
+    for request, expected in (({}, (1.0, 1.0, 0.0, 0.0)), ({"top_p": 0.5}, (1.0, 0.5, 0.0, 0.0))):
+        body = _body(output, workers=workers, **request)
+        events = harness.stream(
+            output, 3, workers=workers, request=ResponsesRequest(input="hi", stream=True, **request)
+        )
+        responses = [body] + [e["response"] for e in events if "response" in e]
+        for response in responses:
+            assert tuple(response[key] for key in SAMPLING) == expected, response
+            assert all(type(response[key]) is float for key in SAMPLING)
+        items = _reasoning_items(body) + [
+            e["item"] for e in events if e.get("item", {}).get("type") == "reasoning"
+        ]
+        items += [i for e in events if "response" in e for i in _reasoning_items(e["response"])]
+        assert len(items) > 3
+        assert not [i for i in items if "encrypted_content" in i], items

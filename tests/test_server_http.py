@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 
 import httpx
 import pytest
 
 from trtllm_stream_fix.checker.client import stream_responses
+from trtllm_stream_fix.checker.sse_reader import parse_sse
 from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
 from trtllm_stream_fix.sim.sdk_client import make_client, sdk_stream
 
@@ -179,3 +181,47 @@ def test_upstream_generator_is_served_for_comparison():
         )
     assert record.outcome == "protocol_violation"
     assert any("item-id" in v for v in record.violations)
+
+
+def _exchange(base_url: str, request: bytes) -> tuple[bytes, bytes]:
+    """``(head, body)`` of the answer to raw ``request``, read until the server closes."""
+    host, port = base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=20) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return head, body
+
+
+@pytest.mark.parametrize("length", [b"-5", b"-0x10", b"1 2", b"abc"])
+def test_a_bad_content_length_gets_an_openai_shaped_400(base_url, length):
+    head, body = _exchange(
+        base_url,
+        b"POST /v1/responses HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+        b"Content-Length: " + length + b"\r\n\r\n{}",
+    )
+    assert head.startswith(b"HTTP/1.1 400 "), head
+    assert b"content-type: application/json" in head.lower(), head
+    error = json.loads(body)["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert error["type"] == "invalid_request_error" and error["message"]
+
+
+def test_a_stream_to_an_http10_client_is_sent_whole_and_closed(base_url):
+    body = json.dumps({"model": "gpt-oss-20b", "input": "hi", "scenario": "short_answer"})
+    stream_body = body[:-1] + ', "stream": true}'
+    request = (
+        b"POST /v1/responses HTTP/1.0\r\nHost: x\r\ncontent-type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(stream_body), stream_body.encode())
+    )
+    head, sse = _exchange(base_url, request)  # returns only once the server closes
+    lines = head.lower().split(b"\r\n")
+    assert lines[0].startswith(b"http/1.") and b" 200 " in lines[0], head
+    assert not any(line.startswith(b"transfer-encoding") for line in lines), head
+    assert b"connection: close" in lines, head
+    events, _ = parse_sse(sse)
+    assert events[0].event == "response.created"
+    assert events[-1].event == "response.completed", sse[-200:]
+    assert json.loads(events[-1].data)["sequence_number"] == len(events) - 1

@@ -407,7 +407,9 @@ def test_the_response_model_gets_every_field_of_openais_response():
     assert edits.protocol_fields_missing(PROTOCOL) == [
         "completed_at",
         "error",
+        "frequency_penalty",
         "incomplete_details",
+        "presence_penalty",
         "prompt_cache_key",
         "safety_identifier",
         "store",
@@ -425,6 +427,7 @@ def test_the_response_model_gets_every_field_of_openais_response():
         assert (body["completed_at"] is not None) == (status == "completed")
         assert body["store"] is False  # echoed from the request
         assert body["prompt_cache_key"] is None
+        assert (body["presence_penalty"], body["frequency_penalty"]) == (0.0, 0.0)
     incomplete = _response(module, "incomplete").model_dump(mode="json")
     assert incomplete["incomplete_details"] == {"reason": "max_output_tokens"}
     assert _response(module, "failed").model_dump(mode="json")["error"]["code"] == "server_error"

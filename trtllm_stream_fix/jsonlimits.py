@@ -122,15 +122,24 @@ def loads(
     text: str | bytes, *, max_depth: int = MAX_DEPTH, parse_int: Callable[[str], Any] | None = None
 ) -> Any:
     """``json.loads`` that raises only :class:`JSONLimitError` for unacceptable input
-    (``parse_int`` as ``json.loads``'s)."""
+    (``parse_int`` as ``json.loads``'s).
+
+    Bytes must be UTF-8 (RFC 8259), decoded strictly: ``json.loads`` would guess UTF-16/32
+    and let surrogates encoded as bytes (``ED A0 80``) through as lone surrogates.
+    """
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JSONLimitError(
+                f"not valid UTF-8: {exc.reason} at byte offset {exc.start}"
+            ) from None
     try:
         value = json.loads(text, parse_int=parse_int)
     except RecursionError:
         raise JSONLimitError("JSON nested too deep") from None
     except json.JSONDecodeError as exc:
         raise JSONLimitError(f"invalid JSON: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise JSONLimitError(f"invalid JSON: not UTF-8 ({exc.reason})") from None
     except ValueError:  # an integer with more digits than int() accepts
         raise JSONLimitError(f"invalid JSON: a number has over {_MAX_DIGITS} digits") from None
     if too_deep(value, max_depth):

@@ -38,6 +38,8 @@ __all__ = [
 ]
 
 Terminal = Literal["completed", "incomplete", "failed"]
+#: Response fields that carry the sampling values in effect (OpenAI sends them as numbers).
+SAMPLING_KEYS = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
 
 #: Rules reported as warnings unless passed in ``require``.
 ADVISORY_RULES = frozenset(("arguments-json",))
@@ -51,6 +53,8 @@ RULES: dict[str, str] = {
     "first-event": "§4.3 the first event is response.created",
     "lifecycle": "§4 created, queued?, in_progress? once each and before any item",
     "lifecycle-status": "§4.3 created/in_progress carry status in_progress or queued",
+    "sampling": "§4.3 every Response carries the sampling values in effect as numbers "
+    "(temperature, top_p, presence_penalty, frequency_penalty)",
     "response-id": "§4.3 response.id is identical on every lifecycle event",
     "output-index": "§4.4 output_item.added output_index is 0, 1, 2, ... without reuse",
     "interleaved-items": "§4.4 the next item is added only after the previous one is done",
@@ -500,16 +504,21 @@ class ResponsesStreamChecker:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _check_response_id(self, response: Mapping[str, Any]) -> None:
+    def _check_response(self, response: Mapping[str, Any]) -> None:
+        """The Response of a lifecycle or terminal event: its id, its sampling values."""
         self.response_id = check_stream_id(
             self.response_id, response.get("id"), "response-id", "response.id", self._violate
         )
+        for key in SAMPLING_KEYS:
+            value = response.get(key)
+            if type(value) not in (int, float):
+                self._violate("sampling", f"response.{key} is {_short(value)}, not a number")
 
     def _on_lifecycle(self, event: Mapping[str, Any]) -> None:
         etype = event["type"]
         response = event.get("response")
         response = response if isinstance(response, Mapping) else {}
-        self._check_response_id(response)
+        self._check_response(response)
         if etype in self._lifecycle_seen:
             self._violate("lifecycle", f"second {etype}")
         elif self._items:
@@ -541,7 +550,7 @@ class ResponsesStreamChecker:
         self.terminal = terminal
         response = event.get("response")
         response = response if isinstance(response, Mapping) else {}
-        self._check_response_id(response)
+        self._check_response(response)
         if "response.created" not in self._lifecycle_seen:
             self._violate("lifecycle", "terminal event without response.created")
         for item in self._items:

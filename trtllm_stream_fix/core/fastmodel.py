@@ -132,6 +132,27 @@ def builds_directly(cls: type, names: frozenset[str] | set[str]) -> bool:
     return set(names) == set(_shape(cls)[1]) and _direct_works()
 
 
+def keys_given(model: Any, given: Any, *, drop: bool = True) -> Any:
+    """``model`` (built from the dict ``given``) with the fields ``given`` names first.
+
+    In ``given``'s order, so it serialises as ``given`` reads; ``drop`` leaves the other
+    fields out (they would be ``null``). Keep them (``drop=False``) for a model in a union
+    field: pydantic's union serialiser warns about a model with fields missing. Nested
+    models are kept whole.
+    """
+    if not isinstance(model, BaseModel) or not isinstance(given, dict):
+        return model
+    fields = type(model).model_fields
+    by_key = {(field.alias or name): name for name, field in fields.items()}
+    values = model.__dict__
+    kept = {by_key[k]: values[by_key[k]] for k in given if by_key.get(k) in values}
+    if not drop:
+        kept.update((name, value) for name, value in values.items() if name not in kept)
+    _set(model, "__dict__", kept)
+    _set(model, "__pydantic_fields_set__", {k for k, v in kept.items() if v is not None})
+    return model
+
+
 def construct_complete(cls: type[M], values: dict[str, Any]) -> M:
     """Like ``construct`` for ``values`` that already hold every field (no defaults filled).
 

@@ -9,6 +9,7 @@ snapshot; only id, status, output, usage, error and timestamps change between sn
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,10 +17,11 @@ from openai.types.responses import Response, ResponseUsage, Tool
 from openai.types.responses.response import IncompleteDetails
 from openai.types.responses.response_error import ResponseError
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+from pydantic import BaseModel
 
 from .compat import construct_type
 from .context import ResponseContext
-from .fastmodel import construct, construct_complete
+from .fastmodel import construct, construct_complete, keys_given
 from .items import ItemRecord, build_item
 
 #: The fields of a Response as OpenAI's API sends them, in its order (see
@@ -32,6 +34,7 @@ OPENAI_RESPONSE_FIELDS: tuple[str, ...] = (
     "background",
     "completed_at",
     "error",
+    "frequency_penalty",
     "incomplete_details",
     "instructions",
     "max_output_tokens",
@@ -39,6 +42,7 @@ OPENAI_RESPONSE_FIELDS: tuple[str, ...] = (
     "model",
     "output",
     "parallel_tool_calls",
+    "presence_penalty",
     "previous_response_id",
     "prompt_cache_key",
     "reasoning",
@@ -61,8 +65,10 @@ _FUNCTION_TOOL_FIELDS = ("type", "name", "description", "parameters", "strict")
 #: Request fields echoed verbatim when the request sets them (``ResponseContext.echo``).
 ECHOED_REQUEST_FIELDS: tuple[str, ...] = (
     "background",
+    "frequency_penalty",
     "max_tool_calls",
     "metadata",
+    "presence_penalty",
     "previous_response_id",
     "prompt",
     "prompt_cache_key",
@@ -75,12 +81,25 @@ ECHOED_REQUEST_FIELDS: tuple[str, ...] = (
 )
 _DEFAULTS: dict[str, Any] = {
     "background": False,
+    "frequency_penalty": 0.0,
     "metadata": {},
+    "presence_penalty": 0.0,
     "service_tier": "auto",
     "store": True,
     "top_logprobs": 0,
     "truncation": "disabled",
 }
+#: Sampling values in effect when the request leaves them out (OpenAI's defaults), sent as
+#: numbers on every Response as OpenAI's API does.
+SAMPLING_DEFAULTS: dict[str, float] = {
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+}
+#: Echoed fields whose ``openai`` type is a model: built as one (pydantic warns about a
+#: plain dict in a model field when the Response is dumped).
+_MODEL_FIELDS = ("prompt", "reasoning", "text", "tool_choice")
 
 
 def request_echo(request: Mapping[str, Any]) -> dict[str, Any]:
@@ -151,9 +170,45 @@ def envelope(context: ResponseContext, tools: list[Any]) -> dict[str, Any]:
         top_p=context.top_p,
     )
     values.update(context.echo)
-    values.update(dict.fromkeys(_OTHER_FIELDS))
+    for name, default in SAMPLING_DEFAULTS.items():
+        values[name] = _number(values.get(name), default)
+    for name in _MODEL_FIELDS:
+        if name in values:
+            values[name] = _as_model(name, values[name])
+    for name in _OTHER_FIELDS:
+        values.setdefault(name, None)  # after the echoed ones (``prompt``)
     context.envelope = values
     return values
+
+
+def json_value(value: Any) -> Any:
+    """An envelope value as plain JSON values (models dumped with the keys they hold)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, warnings=False)
+    if isinstance(value, list):
+        return [json_value(v) for v in value]
+    return value
+
+
+def _number(value: Any, default: float) -> float:
+    """``value`` as a float, ``default`` when it is not a number (unset)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return default
+
+
+def _as_model(name: str, value: Any) -> Any:
+    """A dict ``value`` as the ``openai`` type of the Response field ``name``.
+
+    A model field holds the keys given; a union of models (``tool_choice``) is the member
+    the value matches, whole.
+    """
+    field = Response.model_fields.get(name)
+    if not isinstance(value, dict) or field is None:
+        return value
+    built = construct_type(type_=field.annotation, value=value)
+    members = [t for t in typing.get_args(field.annotation) if t is not type(None)]
+    return keys_given(built, value, drop=len(members) == 1)
 
 
 def build_response(

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from openai.types.responses import ResponseReasoningItem
 from pydantic import BaseModel
 
 from .compat import json_dumps, json_loads
@@ -37,10 +38,14 @@ def _model_fields(value: Any) -> Any:
         raise TypeError(f"cannot serialise {type(value).__name__}")
     if _has_aliases(type(value)):  # wire names differ from attribute names
         return value.model_dump(mode="json", by_alias=True, warnings=False)
+    fields = value.__dict__
     extra = value.__pydantic_extra__
     if extra:
-        return {**value.__dict__, **extra}
-    return value.__dict__
+        fields = {**fields, **extra}
+    if type(value) is ResponseReasoningItem and fields.get("encrypted_content") is None:
+        # OpenAI sends the key only to a request that includes it, with content we never have
+        return {k: v for k, v in fields.items() if k != "encrypted_content"}
+    return fields
 
 
 def model_to_json(model: Any) -> str:

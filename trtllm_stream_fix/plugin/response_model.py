@@ -36,7 +36,7 @@ from pydantic import (
 )
 from tensorrt_llm.serve import responses_utils as _responses_utils
 
-from ..core.response import OPENAI_RESPONSE_FIELDS, echoed_tool, envelope
+from ..core.response import OPENAI_RESPONSE_FIELDS, echoed_tool, envelope, json_value
 from ..defaults import system_clock
 from ..serving.processor import request_context
 from .targets import upstream_class
@@ -67,7 +67,8 @@ def request_fields(
 ) -> dict[str, Any]:
     """Every Response field a request and a final status fix, as plain JSON values."""
     context = request_context(request, sampling, model_name, created_at)
-    values = dict(envelope(context, [echoed_tool(t) for t in context.tools]))
+    built = envelope(context, [echoed_tool(t) for t in context.tools])
+    values = {k: json_value(v) for k, v in built.items()}
     values["completed_at"] = int(system_clock()) if status == "completed" else None
     if status == "incomplete":
         values["incomplete_details"] = {"reason": INCOMPLETE_REASON}
@@ -136,9 +137,20 @@ class CompleteResponsesResponse(_WithOpenAIFields):
         out = complete(dumped, self._fix_fields)
         if not info.by_alias and isinstance(out.get("output"), list):
             out["output"] = [_wire_item(item, info) for item in self.output or ()]
+        if isinstance(out.get("output"), list):
+            out["output"] = [_without_empty_encrypted_content(item) for item in out["output"]]
         if info.exclude_none:
             return {k: v for k, v in out.items() if v is not None}
         return out
+
+
+def _without_empty_encrypted_content(item: Any) -> Any:
+    """A reasoning item without ``encrypted_content: null``: OpenAI sends the key only to a
+    request that includes it, with content (as the streamed items, ``core.sse``)."""
+    if isinstance(item, dict) and item.get("type") == "reasoning":
+        if "encrypted_content" in item and item["encrypted_content"] is None:
+            return {k: v for k, v in item.items() if k != "encrypted_content"}
+    return item
 
 
 def _wire_item(item: Any, info: SerializationInfo) -> Any:

@@ -46,6 +46,7 @@ from .protocol import (
     select_generation,
 )
 from .sse_response import EventStreamResponse
+from .validation import check_value
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +121,10 @@ def parse_chat_request(raw: bytes, *, max_depth: int = 64) -> ChatRequest:
         if name in names:
             raise RequestError(400, f"duplicate function name {name!r}", param=f"tools[{k}]")
         names.add(name)
+    if request.tool_choice is not None:
+        from openai.types.chat import ChatCompletionToolChoiceOptionParam
+
+        check_value("tool_choice", ChatCompletionToolChoiceOptionParam, request.tool_choice)
     if request.tool_choice not in (None, "none") and not request.tools:
         raise RequestError(400, "tool_choice needs tools", param="tool_choice")
     return request

@@ -6,7 +6,10 @@ that never finishes its headers holds the connection for ever. :func:`limited_pr
 adds one (``ServerLimits.header_timeout``), armed whenever a connection waits for a request
 head, to uvicorn's httptools protocol (used when ``httptools`` is installed, as with
 ``uvicorn[standard]``; it also gets the head size bound, which uvicorn applies to h11 only)
-and to its h11 protocol (the fallback). uvicorn's event loop ``"auto"`` picks ``uvloop``
+and to its h11 protocol (the fallback). Both answer the 400s uvicorn sends before a request
+reaches the app (a negative ``Content-Length``, a bad request line) as OpenAI-shaped JSON
+(:mod:`.bad_request`); the httptools one also streams to HTTP/1.0 clients without chunked
+encoding, as h11 does. uvicorn's event loop ``"auto"`` picks ``uvloop``
 when installed. Binding before the server starts lets callers report a bad address as an
 error and announce the server only once it is listening.
 """
@@ -23,11 +26,12 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .bad_request import JSONBadRequest
 from .head_deadline import HeadDeadline
 from .limits import ServerLimits
 
 
-class _HeadDeadlineProtocol(HeadDeadline, H11Protocol):
+class _HeadDeadlineProtocol(JSONBadRequest, HeadDeadline, H11Protocol):
     """h11 protocol that closes a connection whose request head is not complete in time."""
 
     def data_received(self, data: bytes) -> None:

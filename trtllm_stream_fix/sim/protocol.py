@@ -9,8 +9,9 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import jsonlimits
+from ..core.response import ECHOED_REQUEST_FIELDS, request_echo
 from .errors import RequestError, error_body
-from .validation import validate_input, validate_tools
+from .validation import validate_echo, validate_input, validate_tools
 
 __all__ = [
     "FAULTS",
@@ -18,6 +19,7 @@ __all__ = [
     "ResponsesRequest",
     "check_metadata",
     "decode_body",
+    "echoed_fields",
     "error_body",
     "input_text",
     "parse_request",
@@ -30,6 +32,8 @@ _SEED = re.compile(r"\s*[+-]?[0-9]{1,64}\s*")
 #: Bounds of integer request fields (a clear 400 naming the field beyond them).
 MAX_TOKENS = 2**31 - 1
 MAX_TOP_LOGPROBS = 20
+#: OpenAI's bound for ``presence_penalty`` / ``frequency_penalty`` (either sign).
+MAX_PENALTY = 2.0
 SEED_RANGE = (-(2**63), 2**63 - 1)
 #: OpenAI's bounds for ``metadata``.
 METADATA_MAX_PAIRS = 16
@@ -73,7 +77,10 @@ class ResponsesRequest(BaseModel):
     parallel_tool_calls: bool = True
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
+    presence_penalty: float | None = Field(default=None, ge=-MAX_PENALTY, le=MAX_PENALTY)
+    frequency_penalty: float | None = Field(default=None, ge=-MAX_PENALTY, le=MAX_PENALTY)
     reasoning: dict[str, Any] | None = None  # ``effort`` sets the reasoning's length
+    text: dict[str, Any] | None = None
     metadata: dict[str, str] | None = None
     scenario: str | None = None
     seed: int | None = Field(default=None, ge=SEED_RANGE[0], le=SEED_RANGE[1])
@@ -126,7 +133,17 @@ def parse_request(raw: bytes, *, max_depth: int = 64) -> ResponsesRequest:
     check_metadata(request.metadata)
     validate_tools(request.tools)
     validate_input(request.input)
+    validate_echo({**echoed_fields(request), "tool_choice": request.tool_choice})
     return request
+
+
+_ECHO_SOURCES = (*ECHOED_REQUEST_FIELDS, "reasoning", "text")
+
+
+def echoed_fields(request: ResponsesRequest) -> dict[str, Any]:
+    """The Response fields ``request`` sets beyond ``ResponseContext``'s own
+    (:func:`~trtllm_stream_fix.core.response.request_echo`), extension fields included."""
+    return request_echo({name: getattr(request, name, None) for name in _ECHO_SOURCES})
 
 
 def _too_long(what: str, limit: int, length: int) -> RequestError:

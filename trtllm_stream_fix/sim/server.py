@@ -30,7 +30,7 @@ from ..core.fast_harmony import token_bytes
 from ..core.machine import ResponsesEventMachine
 from ..core.nonstreaming import build_response
 from ..core.response import build_response as build_response_object
-from ..core.response import request_echo, typed_tools
+from ..core.response import typed_tools
 from ..core.sse import format_sse, model_to_json
 from ..defaults import new_context, random_id
 from ..store import MemoryStore, ResponseStore, StoreError
@@ -49,6 +49,7 @@ from .limits import ServerLimits, check_input_size, count_prompt_tokens
 from .protocol import (
     RequestError,
     ResponsesRequest,
+    echoed_fields,
     error_body,
     input_text,
     parse_request,
@@ -263,7 +264,7 @@ def _context(request: ResponsesRequest, num_prompt_tokens: int) -> ResponseConte
         max_output_tokens=request.max_output_tokens,
         temperature=request.temperature,
         top_p=request.top_p,
-        echo=request_echo(request.model_dump()),
+        echo=echoed_fields(request),
     )
 
 

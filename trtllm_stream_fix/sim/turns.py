@@ -125,7 +125,12 @@ def function_tools(request: TurnRequest) -> list[Mapping[str, Any]]:
                 )
             return named
         if choice.get("type") == "allowed_tools":
-            allowed = {t.get("name") for t in choice.get("tools") or () if isinstance(t, Mapping)}
+            listed = choice.get("tools")
+            if not isinstance(listed, list):
+                raise TurnRequestError(
+                    "tool_choice.tools must be a list of tools", "tool_choice.tools"
+                )
+            allowed = {t.get("name") for t in listed if isinstance(t, Mapping)}
             return [t for t in tools if t["name"] in allowed]
     return tools
 
@@ -287,7 +292,22 @@ def chat_request(
         for t in tools or ()
         if isinstance(t, Mapping) and isinstance(t.get("function"), Mapping)
     ]
-    choice: str | Mapping[str, Any] = tool_choice or "auto"
-    if isinstance(choice, Mapping) and isinstance(choice.get("function"), Mapping):
-        choice = {"type": "function", "name": choice["function"].get("name")}
-    return items, functions, choice
+    return items, functions, _responses_tool_choice(tool_choice or "auto")
+
+
+def _responses_tool_choice(choice: str | Mapping[str, Any]) -> str | Mapping[str, Any]:
+    """A Chat Completions ``tool_choice`` in Responses terms (named function, allowed tools)."""
+    if not isinstance(choice, Mapping):
+        return choice
+    if isinstance(choice.get("function"), Mapping):
+        return {"type": "function", "name": choice["function"].get("name")}
+    allowed = choice.get("allowed_tools")
+    if choice.get("type") != "allowed_tools" or not isinstance(allowed, Mapping):
+        return choice
+    listed = allowed.get("tools")
+    if isinstance(listed, list):  # else left for function_tools to refuse
+        functions = [t.get("function") for t in listed if isinstance(t, Mapping)]
+        listed = [
+            {"type": "function", "name": f.get("name")} for f in functions if isinstance(f, Mapping)
+        ]
+    return {"type": "allowed_tools", "mode": allowed.get("mode"), "tools": listed}

@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Strict checks of a request's ``tools`` and ``input`` items (400 with the field's path).
+"""Strict checks of a request's ``tools``, ``input`` items and echoed fields (400 with the
+field's path).
 
 Function tools are checked against our own model (OpenAI's name rule, ``parameters`` an
 object, ``strict`` a bool); other tool types against the openai SDK's ``ToolParam`` type of
 that name. Input items are checked by type: messages (text parts), function calls and their
 outputs, reasoning items, references to stored items (``item_reference``, resolved from the
 store by the server); other item types are refused, as the simulated engine cannot render
-them.
+them. The fields a Response echoes (``tool_choice``, ``service_tier``, ``user``,
+``reasoning`` ...) are checked against the ``openai`` Response model's type of that field, as
+a strict client checks the Response that echoes them.
 """
 
 from __future__ import annotations
@@ -101,10 +104,16 @@ def _path(prefix: str, loc: Sequence[Any]) -> str:
     return out
 
 
+def _is_union_tag(part: str) -> bool:
+    return part == "str" or "[" in part or part[:1].isupper()
+
+
 def _reject(prefix: str, exc: ValidationError) -> RequestError:
-    # The most specific error; union branch tags ("str", "list[_TextPart]") left out.
-    first = max(exc.errors(), key=lambda err: len(err["loc"]))
-    loc = [p for p in first["loc"] if not (isinstance(p, str) and (p == "str" or "[" in p))]
+    # The most specific error, one in the union member the object's ``type`` names rather
+    # than a ``type`` mismatch of another member; union member tags ("str", "list[_TextPart]",
+    # "ResponseFormatText") left out of the path.
+    first = max(exc.errors(), key=lambda err: (len(err["loc"]), err["loc"][-1:] != ("type",)))
+    loc = [p for p in first["loc"] if not (isinstance(p, str) and _is_union_tag(p))]
     param = _path(prefix, loc)
     return RequestError(400, f"invalid {param}: {first['msg']}", param=param, code="invalid_value")
 
@@ -153,3 +162,64 @@ def validate_input(request_input: str | Sequence[dict[str, Any]]) -> None:
             model.model_validate(item)
         except ValidationError as exc:
             raise _reject(f"input[{k}]", exc) from None
+
+
+def _type_values(member: Any) -> tuple[Any, ...]:
+    """The ``type`` literals of a model or TypedDict union member (none for others)."""
+    if isinstance(member, type) and issubclass(member, BaseModel):
+        field = member.model_fields.get("type")
+        return typing.get_args(field.annotation) if field else ()
+    try:
+        return typing.get_args(typing.get_type_hints(member).get("type"))
+    except (NameError, TypeError):
+        return ()
+
+
+@functools.lru_cache(maxsize=64)
+def _adapter(annotation: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(annotation)
+
+
+def check_value(name: str, annotation: Any, value: Any) -> None:
+    """Raise :class:`RequestError` (400, ``param`` the path) unless ``value`` is valid, in
+    strict mode, for ``annotation``. An object in a union of typed objects is checked against
+    the member its ``type`` names, so the error names the field within it."""
+    if isinstance(value, dict):
+        members = [m for m in typing.get_args(annotation) if _type_values(m)]
+        if members:
+            kind = value.get("type")
+            named = [m for m in members if kind in _type_values(m)]
+            if not named:
+                known = sorted(v for m in members for v in _type_values(m))
+                raise RequestError(
+                    400,
+                    f"invalid {name}.type {kind!r}; expected one of {known}",
+                    param=f"{name}.type",
+                    code="invalid_value",
+                )
+            annotation = named[0]
+    try:
+        _adapter(annotation).validate_python(value, strict=True)
+    except ValidationError as exc:
+        if isinstance(value, dict):
+            raise _reject(name, exc) from None
+        message = exc.errors()[0]["msg"]
+        raise RequestError(
+            400, f"invalid {name}: {message}", param=name, code="invalid_value"
+        ) from None
+
+
+@functools.lru_cache(maxsize=1)
+def _response_fields() -> dict[str, Any]:
+    from openai.types.responses import Response
+
+    return {name: field.annotation for name, field in Response.model_fields.items()}
+
+
+def validate_echo(fields: dict[str, Any]) -> None:
+    """Raise :class:`RequestError` (400) for a field a Response would echo (``fields``: name
+    -> the value echoed) that the ``openai`` Response type does not accept there."""
+    types = _response_fields()
+    for name, value in fields.items():
+        if value is not None and name in types:
+            check_value(name, types[name], value)

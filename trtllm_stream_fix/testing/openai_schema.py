@@ -8,8 +8,9 @@ never stream (``reasoning_text`` events, the ``error`` event), each with its sou
 is recorded in the file and in ``docs/openai-recordings.md``.
 
 ``missing_keys(event)`` walks an event dict (or a non-streaming Response body) and names every
-required key that is absent, every integer field that is not an integer, and a ``usage`` that
-is set before the terminal event. ``unknown_keys(record)`` names every key (null ones included)
+required key that is absent, every integer field that is not an integer, a sampling value
+(``temperature`` ...) that is not a number, and a ``usage`` that is set before the terminal
+event. ``unknown_keys(record)`` names every key (null ones included)
 that OpenAI's API does not send for its kind, such as a Python alias (``async_``).
 """
 
@@ -30,6 +31,8 @@ LIFECYCLE = frozenset(
     ("response.created", "response.in_progress", "response.queued")
 )  # before the terminal event: usage is null
 INTEGER_KEYS = ("sequence_number", "output_index", "content_index", "created_at")
+#: Response keys OpenAI sends as numbers: the sampling values in effect, never null.
+NUMBER_KEYS = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
 
 
 def _kinds(event: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:
@@ -118,6 +121,11 @@ def missing_keys(record: Mapping[str, Any]) -> list[str]:
         completed_at = response.get("completed_at")
         if completed_at is not None and type(completed_at) is not int:
             problems.append("response: 'completed_at' is not an integer")
+        problems.extend(
+            f"response: {key!r} is {type(response[key]).__name__}, not a number"
+            for key in NUMBER_KEYS
+            if key in response and type(response[key]) not in (int, float)
+        )
         if record.get("type") in LIFECYCLE and response.get("usage") is not None:
             problems.append(f"event:{record['type']}: usage set before the terminal event")
     return problems

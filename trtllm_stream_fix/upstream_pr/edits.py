@@ -446,6 +446,16 @@ PROTOCOL_FIELDS: dict[str, tuple[str, tuple[str, str] | None, str | None]] = {
         ("openai.types.responses.response", "IncompleteDetails"),
         '(IncompleteDetails(reason="max_output_tokens")\n if status == "incomplete" else None)',
     ),
+    "frequency_penalty": (
+        "Optional[float]",
+        None,
+        'getattr(sampling_params, "frequency_penalty", None) or 0.0',
+    ),
+    "presence_penalty": (
+        "Optional[float]",
+        None,
+        'getattr(sampling_params, "presence_penalty", None) or 0.0',
+    ),
     "prompt_cache_key": ("Optional[str]", None, None),
     "safety_identifier": ("Optional[str]", None, None),
     "store": ("Optional[bool]", None, None),
