@@ -36,7 +36,7 @@ from openai.types.chat import ChatCompletion
 
 from . import chat_chunks as cc
 from .chat_chunks import DONE, ChatHeader, ChatStreamError, Frame
-from .config import Parser
+from .config import Parser, StreamConfig
 from .facts import MessageOpened
 from .items import IdFactory, ItemKind
 from .turn import LifecycleError, OpenMessage, Stage, Turn, TurnError
@@ -64,6 +64,15 @@ class ChatOptions:
     preambles: ChatPreambles = "content"
     message_separator: str = "\n\n"
     parser: Parser = "fast"
+
+    @classmethod
+    def from_config(cls, config: StreamConfig, **choices: Any) -> ChatOptions:
+        """The options of ``config`` (preambles, parser) plus the chat rendering ``choices``.
+
+        Preambles the Responses stream drops are dropped; the others go to ``content``.
+        """
+        preambles = "drop" if config.preambles == "drop" else "content"
+        return cls(preambles=preambles, parser=config.parser, **choices)
 
 
 DEFAULT_CHAT_OPTIONS = ChatOptions()
