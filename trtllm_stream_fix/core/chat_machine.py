@@ -282,7 +282,9 @@ class ChatChunkMachine(Turn):
             if type(part) is not _Run:
                 frames.append(part)
             elif type(part.key) is int:
-                frames.append(cc.tool_call_chunk(header, part.key, part.text, part.call_id, part.name))
+                frames.append(
+                    cc.tool_call_chunk(header, part.key, part.text, part.call_id, part.name)
+                )
             else:
                 frames.append(cc.text_chunk(header, part.key, part.text))
         if self._stage is Stage.DONE:

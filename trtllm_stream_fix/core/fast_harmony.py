@@ -398,4 +398,3 @@ class FastHarmonyDriver:
         self._closed = []
         self._messages = []
         return reference
-

@@ -115,9 +115,7 @@ class Turn(abc.ABC):
     #: the turn (its settled text then belongs to the failed item).
     _eos_on_failure = True
 
-    def __init__(
-        self, *, encoding: Any, parser: str, preambles: Preambles, log_name: str
-    ) -> None:
+    def __init__(self, *, encoding: Any, parser: str, preambles: Preambles, log_name: str) -> None:
         self._driver: HarmonyDriver | None = new_driver(encoding, parser)
         self._preambles = preambles
         self._log_name = log_name
@@ -295,27 +293,28 @@ class Turn(abc.ABC):
 
     @abc.abstractmethod
     def _started(self) -> list[Any]:
-        ...
+        """The opening output."""
 
     @abc.abstractmethod
     def _opened(self, message: OpenMessage, out: list[Any]) -> None:
-        ...
+        """A header ended; may set ``message.target`` and ``message.render``."""
 
     @abc.abstractmethod
     def _text(self, message: OpenMessage, text: str, out: list[Any]) -> None:
-        ...
+        """The open message's text grew by ``text`` (a ``ContentDelta``)."""
 
     @abc.abstractmethod
     def _closed(self, message: OpenMessage, status: str, out: list[Any]) -> None:
-        ...
+        """An item message ended with ``status`` (``completed`` or ``incomplete``)."""
 
     @abc.abstractmethod
     def _completed(self, status: str, finish_reason: str | None, out: list[Any]) -> None:
-        ...
+        """The terminal output of a turn that ended ``completed`` or ``incomplete``."""
 
     @abc.abstractmethod
     def _failed(self, message: str, code: str, out: list[Any]) -> None:
-        ...
+        """The terminal output of a failed turn."""
 
     def _rendered(self, out: list[Any]) -> list[Any]:
+        """``out`` as ``feed`` and ``fail`` return it."""
         return out
