@@ -120,3 +120,16 @@ def test_chat_call_ids_come_from_the_injected_factory(encoding):
     injected = ChatChunkMachine(context, encoding=encoding, new_id=lambda prefix: f"{prefix}_x")
     injected.feed(tokens, finished=True, finish_reason="stop")
     assert injected.completion().choices[0].message.tool_calls[0].id == "call_x"
+
+
+def test_the_machine_numbers_on_from_the_number_it_is_handed(encoding):
+    machine = ResponsesEventMachine(
+        new_context(response_id="resp_seq"), encoding=encoding, first_sequence_number=5
+    )
+    assert [e.sequence_number for e in machine.start()] == [5, 6]
+    machine.sequence_number = 40  # the processor's count, handed in before a feed
+    tokens = encoding.encode("<|channel|>final<|message|>One two three", allowed_special="all")
+    events = [e for token in tokens for e in machine.feed([token])]
+    events += machine.feed([], finished=True, finish_reason="stop")
+    assert [e.sequence_number for e in events] == list(range(40, 40 + len(events)))
+    assert machine.sequence_number == 40 + len(events)

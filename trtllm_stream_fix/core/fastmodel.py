@@ -171,7 +171,7 @@ def construct_complete(
     return model
 
 
-def mark_set(model: BaseModel, *names: str) -> BaseModel:
+def mark_set(model: M, *names: str) -> M:
     """Count the fields ``names`` of ``model`` as set: ``exclude_unset`` keeps them (``null``)."""
     model.__pydantic_fields_set__.update(names)
     return model
