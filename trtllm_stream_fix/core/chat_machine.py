@@ -37,6 +37,7 @@ from openai.types.chat import ChatCompletion
 from . import chat_chunks as cc
 from .chat_chunks import DONE, ChatHeader, ChatStreamError, Frame
 from .config import Parser, StreamConfig
+from .errors import ChatGenerationError
 from .facts import MessageOpened
 from .items import IdFactory, ItemKind
 from .turn import LifecycleError, OpenMessage, Stage, Turn, TurnError
@@ -103,14 +104,6 @@ class ChatContext:
 
     def _id_suffix(self) -> str:
         return self.completion_id.split("-", 1)[-1]
-
-
-class ChatGenerationError(RuntimeError):
-    """The generation cannot become a chat completion; ``error`` is the payload a client gets."""
-
-    def __init__(self, error: ChatStreamError) -> None:
-        super().__init__(error.error.message)
-        self.error = error
 
 
 @dataclass(slots=True)

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 from openai_harmony import Role
 
+from .errors import HarmonyStreamError, TruncatedHeaderError
+
 
 class NotContent:
     """``take_content``'s answer for a token that is not plain content of the open message."""
@@ -92,13 +94,15 @@ def join_text(facts: list[Fact], text: str) -> None:
         facts.append(ContentDelta(text))
 
 
-class HarmonyStreamError(RuntimeError):
-    """The token sequence is not valid Harmony; ``token_index`` is the offending position."""
-
-    def __init__(self, message: str, token_index: int) -> None:
-        super().__init__(message)
-        self.token_index = token_index
-
-
-class TruncatedHeaderError(HarmonyStreamError):
-    """The stream ended inside a message header (no message was opened for it)."""
+__all__ = [
+    "NOT_CONTENT",
+    "ContentDelta",
+    "Fact",
+    "HarmonyStreamError",
+    "MessageClosed",
+    "MessageOpened",
+    "NotContent",
+    "Phase",
+    "TruncatedHeaderError",
+    "join_text",
+]

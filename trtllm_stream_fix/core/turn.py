@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .drivers import HarmonyDriver, new_driver
+from .errors import LifecycleError, StreamFixError
 from .facts import (
     NOT_CONTENT,
     ContentDelta,
@@ -67,11 +68,7 @@ class Stage(enum.Enum):
     DONE = "done"  # the terminal output was emitted: nothing follows
 
 
-class LifecycleError(RuntimeError):
-    """A machine method was called in a stage that does not allow it (a programming error)."""
-
-
-class TurnError(Exception):
+class TurnError(StreamFixError):
     """The turn cannot be completed; its message is what the client gets."""
 
 
