@@ -53,6 +53,7 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(f"trtllm_stream_fix.{module}"), name)
 
 
+#: The core's errors; the tools' are in ``ELSEWHERE``.
 __all__ = [
     "ChatGenerationError",
     "EncodingMismatchError",
@@ -62,5 +63,4 @@ __all__ = [
     "TruncatedHeaderError",
     "VocabPackageMissingError",
     "VocabUnavailableError",
-    *sorted(ELSEWHERE),
 ]
