@@ -29,19 +29,25 @@ class HarmonyDriver(Protocol):
         ...
 
     def take_content(self, token: int) -> str | NotContent | None:
-        """The per-token path's one call: the delta of a plain content token of the open
-        message (None while text is held back), or ``NOT_CONTENT`` (nothing fed: use
-        ``feed``)."""
+        """The per-token path's one call: a content token's delta, or ``NOT_CONTENT``.
+
+        The delta is None while text is held back; ``NOT_CONTENT`` means nothing was fed
+        (the token is not plain content of the open message: use ``feed``).
+        """
         ...
 
     def feed(self, token_ids: Sequence[int], facts: list[Fact] | None = None) -> list[Fact]:
-        """Process ``token_ids``; append their facts to ``facts`` (``HarmonyStreamError`` on
-        an invalid token, the facts before it kept)."""
+        """Process ``token_ids``; append their facts to ``facts``.
+
+        ``HarmonyStreamError`` on an invalid token, the facts before it kept.
+        """
         ...
 
     def finish(self, facts: list[Fact] | None = None) -> list[Fact]:
-        """End of stream: close a message whose stop token never arrived
-        (``TruncatedHeaderError`` inside a header)."""
+        """End of stream: close a message whose stop token never arrived.
+
+        ``TruncatedHeaderError`` when the stream ended inside a header.
+        """
         ...
 
 

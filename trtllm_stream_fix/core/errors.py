@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class StreamFixError(Exception):
-    """An error raised by trtllm-stream-fix."""
+    """The base of every error this package raises."""
 
 
 class LifecycleError(StreamFixError, RuntimeError):

@@ -132,9 +132,10 @@ def builds_directly(cls: type, names: frozenset[str] | set[str]) -> bool:
 
 
 def direct_setters(cls: type, names: frozenset[str] | set[str]) -> RawSetters | None:
-    """``(object.__new__, set __dict__, set fields set, set extra, set private)`` for a
-    builder that inlines ``construct_complete`` of exactly the fields ``names``
-    (``events.delta_builder``); None when it must call ``construct_complete`` instead (the
+    """The raw setters for a builder that inlines ``construct_complete`` of ``names``.
+
+    ``(object.__new__, set __dict__, set fields set, set extra, set private)``, for
+    ``events.delta_builder``; None when it must call ``construct_complete`` instead (the
     validating mode is on, or ``cls`` is not built directly here).
     """
     if _validating or not builds_directly(cls, names):
