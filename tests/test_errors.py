@@ -22,6 +22,7 @@ BUILTIN_BASES = {
     "ConversionError": ValueError,
     "EditError": ValueError,
     "EncodingMismatchError": ValueError,
+    "FingerprintError": ValueError,
     "HarmonyStreamError": RuntimeError,
     "HarnessUnavailableError": RuntimeError,
     "InvalidTransition": ValueError,

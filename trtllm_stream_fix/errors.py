@@ -28,6 +28,7 @@ from .core.errors import (
 ELSEWHERE: dict[str, str] = {
     "ConversionError": "upstream_pr.convert",
     "EditError": "upstream_pr.edits",
+    "FingerprintError": "plugin.fingerprint",
     "HarnessUnavailableError": "upstream_pr.harness",
     "InjectedDisconnect": "sim.faults",
     "InvalidTransition": "checker.triton",
@@ -38,6 +39,8 @@ ELSEWHERE: dict[str, str] = {
     "SSELimitError": "checker.sse_reader",
     "SSEProtocolError": "checker.sse_reader",
     "SourceTreeError": "upstream_pr.changeset",
+    "StoreError": "store.base",
+    "StoreUnavailable": "store.base",
     "StreamFixInstallError": "plugin.installer",
     "TritonProtocolError": "checker.triton",
     "TurnError": "core.turn",
