@@ -15,7 +15,8 @@ from openai_harmony import Role, StreamableParser
 
 from trtllm_stream_fix.core import fast_harmony
 from trtllm_stream_fix.core.config import StreamConfig
-from trtllm_stream_fix.core.fast_harmony import FastHarmonyDriver, new_driver, parse_header
+from trtllm_stream_fix.core.drivers import new_driver
+from trtllm_stream_fix.core.fast_harmony import FastHarmonyDriver, parse_header
 from trtllm_stream_fix.core.harmony_driver import (
     NOT_CONTENT,
     HarmonyDriver,

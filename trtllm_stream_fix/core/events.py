@@ -8,7 +8,7 @@ validation would only cost time on the per-token path.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from openai.types.responses import (
     ResponseCompletedEvent,
@@ -167,27 +167,42 @@ def delta(record: ItemRecord, text: str, seq: int):
     )
 
 
-def delta_builder(record: ItemRecord) -> Callable[[str, int], Any]:
-    """``lambda text, seq: delta(record, text, seq)``, with the record's fields bound once.
+class Numbering(Protocol):
+    """The owner of a stream's ``sequence_number``: the number of its next event."""
 
-    The per-token path at one token per engine response: one call builds the event (the
-    fields of ``delta``'s event, in the same order, copied from a per-item template).
+    sequence_number: int
+
+
+def delta_builder(record: ItemRecord, numbering: Numbering) -> Callable[[str], Any]:
+    """``lambda text: delta(record, text, <next number of numbering>)``, fields bound once.
+
+    The per-token path at one token per engine response: one call numbers and builds the
+    event (the fields of ``delta``'s event, in the same order, copied from a per-item
+    template).
     """
     template = delta(record, "", 0)
     cls, fixed = type(template), template.__dict__
     logprobs = "logprobs" in fixed
     names = set(fixed)
-    direct = fastmodel.builds_directly(cls, names)
-    new, set_dict, set_fields, set_extra, set_private = fastmodel.RAW_SETTERS
+    setters = fastmodel.direct_setters(cls, names)
+    if setters is None:  # validating, or not buildable directly
 
-    def build(text: str, seq: int) -> Any:
+        def build_checked(text: str) -> Any:
+            seq = numbering.sequence_number
+            numbering.sequence_number = seq + 1
+            return delta(record, text, seq)
+
+        return build_checked
+    new, set_dict, set_fields, set_extra, set_private = setters
+
+    def build(text: str) -> Any:
+        seq = numbering.sequence_number
+        numbering.sequence_number = seq + 1
         values = fixed.copy()
         values["delta"] = text
         if logprobs:
             values["logprobs"] = []
         values["sequence_number"] = seq
-        if fastmodel._validating or not direct:  # validating: the test suite turns it on
-            return construct_complete(cls, values)
         model = new(cls)
         set_dict(model, values)
         set_fields(model, names.copy())

@@ -21,21 +21,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from openai_harmony import Author, HarmonyEncoding, Message, Role, TextContent
 
-from .harmony_driver import (
+from .facts import (
     NOT_CONTENT,
-    ContentDelta,
     Fact,
-    HarmonyDriver,
     MessageClosed,
     MessageOpened,
+    NotContent,
     Phase,
-    _NotContent,
+    join_text,
 )
+from .harmony_driver import HarmonyDriver
 from .harmony_tokens import MESSAGE, RETURN, START, STOP_TOKENS
 from .harmony_utf8 import decode_invalid, decode_run, token_bytes
 
@@ -130,7 +129,7 @@ def _marks(tokens: list[int]) -> list[int]:
     return [i for i, t in enumerate(tokens) if t >= _FIRST_MARK or t < 0]
 
 
-def message_text(table: list[bytes], tokens: Sequence[int]) -> str:
+def decoded_text(table: list[bytes], tokens: Sequence[int]) -> str:
     """The parser's text for a message of content ``tokens``.
 
     Every token's delta, then the bytes still pending at its end (U+FFFD where not valid UTF-8).
@@ -197,7 +196,7 @@ class FastHarmonyDriver:
         built = self._messages
         for header, start, end in self._closed[len(built) :]:
             role, name, channel, recipient, content_type = header
-            text = message_text(self._table, self._tokens[start:end])
+            text = decoded_text(self._table, self._tokens[start:end])
             built.append(
                 Message(
                     author=Author(role=role, name=name),
@@ -215,7 +214,7 @@ class FastHarmonyDriver:
             return token not in STOP_TOKENS and 0 <= token < self._vocab
         return self._reference is not None and self._reference.is_content_token(token)
 
-    def take_content(self, token: int) -> str | _NotContent | None:
+    def take_content(self, token: int) -> str | NotContent | None:
         """The per-token path's one call: ``is_content_token`` and ``content_delta`` inlined.
 
         The token's delta (None while text is held back) or ``NOT_CONTENT``.
@@ -355,10 +354,7 @@ class FastHarmonyDriver:
         # not valid UTF-8): joined to the message's last delta, as the reference does.
         settled = self._pending.decode("utf-8", "replace") if self._pending else ""
         if settled:
-            if out and type(out[-1]) is ContentDelta:
-                out[-1] = ContentDelta(out[-1].text + settled)
-            else:
-                out.append(ContentDelta(settled))
+            join_text(out, settled)
         header, start = self._open
         self._closed.append((header, start, at if stop is None else at - 1))
         out.append(MessageClosed(stop, at, bool(settled)))
@@ -382,10 +378,7 @@ class FastHarmonyDriver:
             else:
                 text = self._decode_each(run)
         if text:
-            if out and type(out[-1]) is ContentDelta:
-                out[-1] = ContentDelta(out[-1].text + text)
-            else:
-                out.append(ContentDelta(text))
+            join_text(out, text)
 
     def _decode_each(self, run: list[int]) -> str:
         """The parser's per-token decoding of a run holding invalid UTF-8."""
@@ -405,12 +398,3 @@ class FastHarmonyDriver:
         self._closed = []
         self._messages = []
         return reference
-
-
-def new_driver(encoding: HarmonyEncoding, parser: str = "reference") -> Any:
-    """The Harmony driver ``StreamConfig.parser`` names: ``"fast"`` or ``"reference"``."""
-    if parser == "fast":
-        return FastHarmonyDriver(encoding)
-    if parser == "reference":
-        return HarmonyDriver(encoding)
-    raise ValueError(f"unknown parser {parser!r}; choose fast or reference")

@@ -119,9 +119,8 @@ _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
-#: ``(object.__new__, set __dict__, set fields set, set extra, set private)`` for builders
-#: that inline ``construct_complete`` (``events.delta_builder``) where ``builds_directly``.
-RAW_SETTERS = (_new, _set_dict, _set_fields, _set_extra, _set_private)
+RawSetters = tuple[Callable[..., Any], ...]
+_RAW_SETTERS: RawSetters = (_new, _set_dict, _set_fields, _set_extra, _set_private)
 
 
 def builds_directly(cls: type, names: frozenset[str] | set[str]) -> bool:
@@ -153,18 +152,55 @@ def keys_given(model: Any, given: Any, *, drop: bool = True) -> Any:
     return model
 
 
-def construct_complete(cls: type[M], values: dict[str, Any]) -> M:
+def direct_setters(cls: type, names: frozenset[str] | set[str]) -> RawSetters | None:
+    """The raw setters for a builder that inlines ``construct_complete`` of ``names``.
+
+    ``(object.__new__, set __dict__, set fields set, set extra, set private)``, for
+    ``events.delta_builder``; None when it must call ``construct_complete`` instead (the
+    validating mode is on, or ``cls`` is not built directly here).
+    """
+    if _validating or not builds_directly(cls, names):
+        return None
+    return _RAW_SETTERS
+
+
+def construct_complete(
+    cls: type[M],
+    values: dict[str, Any],
+    fields_set: set[str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> M:
     """Like ``construct`` for ``values`` that already hold every field (no defaults filled).
 
     The per-token path: delta events are built from a dict literal naming all their fields.
+    ``fields_set`` (default: every field) are the fields serialised by ``exclude_unset``;
+    ``extra`` the model's extra fields.
     """
     if len(values) != len(_shape(cls)[1]) or not _direct_works():
-        return construct(cls, **values)
+        model = construct(cls, **values)
+        if fields_set is not None:
+            _set_fields(model, fields_set)
+        if extra:
+            _set_extra(model, extra)
+        return model
     if _validating:
         _validate(cls, values)
     model = _new(cls)
     _set_dict(model, values)
-    _set_fields(model, set(values))
-    _set_extra(model, {})
+    _set_fields(model, set(values) if fields_set is None else fields_set)
+    _set_extra(model, {} if extra is None else extra)
     _set_private(model, None)
+    return model
+
+
+def mark_set(model: M, *names: str) -> M:
+    """Count the fields ``names`` of ``model`` as set: ``exclude_unset`` keeps them (``null``)."""
+    model.__pydantic_fields_set__.update(names)
+    return model
+
+
+def with_extra(model: M, extra: dict[str, Any]) -> M:
+    """``model`` with ``extra`` as its extra fields (serialised after the declared ones)."""
+    if extra:
+        _set_extra(model, extra)
     return model

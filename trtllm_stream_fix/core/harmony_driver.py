@@ -6,22 +6,9 @@ state is tracked here from token ids alone (``<|start|>`` opens a header, ``<|me
 ends it, a stop token ends the content), so the hot path costs one ``process`` and one
 ``last_content_delta`` per content token: never ``parser.state`` or ``parser.messages``.
 
-Facts (the contract any other parser behind this API must keep):
-
-- ``MessageOpened`` when a header ends (``<|message|>``): channel, recipient, content type,
-  author role, and ``at`` = tokens fed so far.
-- ``ContentDelta`` for the text that consecutive content tokens of one ``feed`` call (or of
-  a ``feed`` and the ``finish`` that follows it on the same facts list) added. The deltas of
-  one message join to exactly the parser's text for it: when a message ends, the text the
-  parser settles only then (an incomplete or invalid UTF-8 sequence, the character held back
-  after one) is read once from ``parser.messages`` and joined to the last delta.
-- ``MessageClosed`` when a stop token (``stop_token``) or the end of stream (None) ends the
-  open message.
-
-Errors: ``HarmonyStreamError`` (with ``token_index``, the 0-based position of the offending
-token) for a token the parser rejects or that the encoding cannot decode (negative, or
-outside the vocabulary); the facts before it are kept. ``TruncatedHeaderError`` when the
-stream ends inside a header.
+Facts and errors: ``facts`` (the contract every driver keeps). When a message ends, the text
+the parser settles only then (an incomplete or invalid UTF-8 sequence, the character held
+back after one) is read once from ``parser.messages`` and joined to the last delta.
 
 The token ids hard-coded in ``harmony_tokens`` are checked against the encoding when a
 driver is built (once per encoding object), and the parser is built with ``strict=True``
@@ -37,11 +24,9 @@ one line is logged.
 
 from __future__ import annotations
 
-import enum
 import inspect
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from openai_harmony import (
     HarmonyEncoding,
@@ -53,79 +38,20 @@ from openai_harmony import (
 )
 
 from .compat import harmony_keeps_text_after_invalid_utf8, log_fallback
+from .facts import (
+    NOT_CONTENT,
+    ContentDelta,
+    Fact,
+    HarmonyStreamError,
+    MessageClosed,
+    MessageOpened,
+    NotContent,
+    Phase,
+    TruncatedHeaderError,
+    join_text,
+)
 from .harmony_tokens import MESSAGE, STOP_TOKENS, vocab_size
 from .harmony_utf8 import ContentDecoder, token_bytes
-
-
-class _NotContent:
-    """``take_content``'s answer for a token that is not plain content of the open message."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "NOT_CONTENT"
-
-
-#: The token needs ``feed`` (a header, a stop token, no open message, not in the vocabulary).
-NOT_CONTENT = _NotContent()
-
-
-class Phase(enum.Enum):
-    """Where the parser is, mirrored from the token ids fed."""
-
-    EXPECT_START = "expect_start"
-    HEADER = "header"
-    CONTENT = "content"
-
-
-@dataclass(frozen=True, slots=True)
-class MessageOpened:
-    """A header completed: the message's content starts with the next token.
-
-    ``at`` is the number of tokens fed to the parser so far (``<|message|>`` included).
-    """
-
-    channel: str | None
-    recipient: str | None
-    content_type: str | None
-    at: int
-    role: Role | None = Role.ASSISTANT
-
-
-@dataclass(frozen=True, slots=True)
-class ContentDelta:
-    """Text added to the open message by consecutive tokens of one ``feed`` call."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class MessageClosed:
-    """The open message ended: by a stop token (``stop_token``) or by end of stream (None).
-
-    ``at`` is the number of tokens fed so far. ``partial_utf8`` tells that the parser settled
-    text only at the close (an incomplete or invalid UTF-8 sequence); that text is already
-    in the ``ContentDelta`` just before this fact.
-    """
-
-    stop_token: int | None
-    at: int
-    partial_utf8: bool = False
-
-
-Fact = MessageOpened | ContentDelta | MessageClosed
-
-
-class HarmonyStreamError(RuntimeError):
-    """The token sequence is not valid Harmony; ``token_index`` is the offending position."""
-
-    def __init__(self, message: str, token_index: int) -> None:
-        super().__init__(message)
-        self.token_index = token_index
-
-
-class TruncatedHeaderError(HarmonyStreamError):
-    """The stream ended inside a message header (no message was opened for it)."""
 
 
 def _forwards(inner: object) -> bool:
@@ -226,7 +152,7 @@ class HarmonyDriver:
             self._phase is Phase.CONTENT and token not in STOP_TOKENS and 0 <= token < self._vocab
         )
 
-    def take_content(self, token: int) -> str | _NotContent | None:
+    def take_content(self, token: int) -> str | NotContent | None:
         """The per-token path's one call: ``content_delta`` of a content token.
 
         ``NOT_CONTENT`` (nothing fed) where ``is_content_token`` is false.
@@ -361,10 +287,8 @@ class HarmonyDriver:
                 settled = self._settled(self._streamed)
             else:
                 self._close_empty()
-            if settled and out and type(out[-1]) is ContentDelta:
-                out[-1] = ContentDelta(out[-1].text + settled)
-            elif settled:
-                out.append(ContentDelta(settled))
+            if settled:
+                join_text(out, settled)
             out.append(MessageClosed(None, self._tokens_fed, bool(settled)))
         return out
 
@@ -411,3 +335,17 @@ class HarmonyDriver:
         except TypeError:
             return None  # not comparable: ``process`` rejects the token in order
         return next(i for i, t in enumerate(token_ids) if not 0 <= t < vocab)
+
+
+__all__ = [
+    "NOT_CONTENT",
+    "ContentDelta",
+    "Fact",
+    "HarmonyDriver",
+    "HarmonyStreamError",
+    "MessageClosed",
+    "MessageOpened",
+    "Phase",
+    "TruncatedHeaderError",
+    "message_text",
+]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from .errors import EncodingMismatchError
+
 ENDOFTEXT = 199999
 RETURN = 200002  # ends the final answer; a stop token of the request, trimmed upstream
 CONSTRAIN = 200003
@@ -37,10 +39,6 @@ TOKEN_TEXT: dict[int, str] = {
     CONSTRAIN: "<|constrain|>",
     ENDOFTEXT: "<|endoftext|>",
 }
-
-
-class EncodingMismatchError(ValueError):
-    """The encoding disagrees with the token ids hard-coded here (not o200k_harmony)."""
 
 
 _VOCAB_SIZES: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()

@@ -13,6 +13,7 @@ import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from openai.types.responses import (
     ResponseFunctionToolCall,
@@ -29,11 +30,14 @@ from openai.types.responses.response_function_web_search import (
 from openai.types.responses.response_reasoning_item import Content as ReasoningContent
 from openai_harmony import Role
 
-from .config import StreamConfig
 from .fastmodel import construct
 
 FUNCTION_PREFIX = "functions."
 BROWSER_PREFIX = "browser."
+
+Preambles = Literal["commentary", "reasoning", "drop"]
+"""What commentary messages without a recipient become: ``message`` items with phase
+``commentary``, reasoning (a chat rendering choice), or nothing."""
 
 IdFactory = Callable[[str], str]
 """Makes a unique id from a prefix (``"msg"`` -> ``"msg_..."``); handed in by the edges."""
@@ -83,7 +87,7 @@ KINDS: dict[ItemKind, KindSpec] = {
 def classify(
     channel: str | None,
     recipient: str | None,
-    config: StreamConfig,
+    preambles: Preambles = "commentary",
     role: Role | None = Role.ASSISTANT,
 ) -> tuple[ItemKind, str | None]:
     """Map a message header to ``(kind, phase)``; ``phase`` only for message items.
@@ -91,6 +95,7 @@ def classify(
     Only assistant messages become items (a tool-authored message in a completion is
     dropped, as upstream's final response drops it). Built-in tool calls (``browser.*``,
     ``python`` and unknown recipients) are announced at message end (``KINDS``).
+    ``preambles`` says what a commentary message without a recipient is.
     """
     if role is not Role.ASSISTANT:
         return ItemKind.NONE, None
@@ -103,8 +108,10 @@ def classify(
     if channel == "analysis":
         return ItemKind.REASONING, None
     if channel == "commentary":
-        if config.preambles == "drop":
+        if preambles == "drop":
             return ItemKind.NONE, None
+        if preambles == "reasoning":
+            return ItemKind.REASONING, None
         return ItemKind.MESSAGE, "commentary"
     return ItemKind.MESSAGE, "final_answer"
 
@@ -141,10 +148,12 @@ class ItemRecord:
         phase: str | None,
         recipient: str | None,
         new_id: IdFactory,
+        name: str | None = None,
     ) -> ItemRecord:
+        """A new item; ``name`` is a function call's name (default: read from ``recipient``)."""
         record = cls(kind, output_index, new_id(KINDS[kind].id_prefix), phase, recipient or "")
         if kind is ItemKind.FUNCTION_CALL:
-            record.name = function_name(recipient)
+            record.name = function_name(recipient) if name is None else name
             record.call_id = new_id("call")
         return record
 

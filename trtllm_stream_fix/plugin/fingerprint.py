@@ -16,13 +16,14 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import StreamFixError
 from . import registry, versions
 from .sourceshapes import judge_source
 
 SERVE = Path("tensorrt_llm") / "serve"
 
 
-class FingerprintError(ValueError):
+class FingerprintError(StreamFixError, ValueError):
     """No TensorRT-LLM serve folder where one was asked for."""
 
 

@@ -29,6 +29,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..core.errors import StreamFixError
 from . import registry, targets
 from .registry import Patch
 
@@ -45,7 +46,7 @@ STREAMING_PATCHES = {targets.CLASS_LINE: "processor", targets.PRE_CLASS_LINE: "p
 _OFF = frozenset(("0", "off", "false", "no", "disable", "disabled"))
 
 
-class StreamFixInstallError(RuntimeError):
+class StreamFixInstallError(StreamFixError, RuntimeError):
     """A patch could not be applied while ``TRTLLM_STREAM_FIX=require``."""
 
 

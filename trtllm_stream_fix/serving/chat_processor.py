@@ -27,9 +27,10 @@ from ..core.chat_machine import (
     ChatContext,
     ChatGenerationError,
     ChatOptions,
+    ReasoningField,
     build_chat_completion,
 )
-from ..core.config import PARSER_ENV, PREAMBLES_ENV
+from ..core.config import StreamConfig, env_choice
 from ..defaults import default_encoding
 from .disaggregated import ContextCounts, context_counts, is_context_only, token_count
 
@@ -44,24 +45,15 @@ NOT_FINISHED = "not_finished"  # a context-only result handing the generation on
 def chat_options(environ: Mapping[str, str] | None = None) -> ChatOptions:
     """The chat options of the environment.
 
-    ``TRTLLM_STREAM_FIX_PREAMBLES=drop`` drops preambles (the Responses parity switch),
-    ``TRTLLM_STREAM_FIX_REASONING_FIELD`` names the reasoning field (``reasoning``, default, or
-    ``reasoning_content``), and ``TRTLLM_STREAM_FIX_PARSER`` picks the Harmony driver
-    (``fast``, default, or ``reference``).
+    Preambles and the Harmony driver come from ``StreamConfig.from_env`` (the Responses
+    switches: ``TRTLLM_STREAM_FIX_PREAMBLES=drop`` drops preambles, ``TRTLLM_STREAM_FIX_PARSER``
+    picks ``fast``, the default, or ``reference``; a bad value is the same ``ValueError``);
+    ``TRTLLM_STREAM_FIX_REASONING_FIELD`` names the reasoning field (``reasoning``, default,
+    or ``reasoning_content``).
     """
     env = os.environ if environ is None else environ
-    preambles = env.get(PREAMBLES_ENV, "").strip().lower()
-    field = env.get(REASONING_FIELD_ENV, "").strip().lower() or "reasoning"
-    if field not in ("reasoning", "reasoning_content"):
-        raise ValueError(f"{REASONING_FIELD_ENV}={field!r} is not reasoning or reasoning_content")
-    parser = env.get(PARSER_ENV, "").strip().lower() or "fast"
-    if parser not in ("reference", "fast"):
-        raise ValueError(f"{PARSER_ENV}={parser!r} is not fast or reference")
-    return ChatOptions(
-        reasoning_field=field,  # type: ignore[arg-type]
-        preambles="drop" if preambles == "drop" else "content",
-        parser=parser,  # type: ignore[arg-type]
-    )
+    field = env_choice(env, REASONING_FIELD_ENV, ReasoningField, "reasoning")
+    return ChatOptions.from_config(StreamConfig.from_env(env), reasoning_field=field)
 
 
 def _include_usage(args: Any) -> bool:

@@ -140,7 +140,9 @@ class HarmonyResponsesStream:
         if self._machine is not None or self._closed:
             return []
         processor.sequence_number = 0
-        return self._frames(processor, self._start(processor))
+        events = self._start(processor)
+        processor.sequence_number += len(events)
+        return self._frames(events)
 
     def process_output(self, processor: Any, res: Any) -> list[str]:
         """The SSE frames for one engine response (the terminal event is held back)."""
@@ -148,19 +150,17 @@ class HarmonyResponsesStream:
         if feed is None or res._done:
             return self._process_first_or_last(processor, res)
         # Every engine response but the first and the last (stream_interval 1: one per token).
+        machine = self._machine
+        machine.sequence_number = processor.sequence_number  # the machine numbers on from it
         events = feed(res.outputs[0].token_ids_diff)
+        processor.sequence_number = machine.sequence_number
         if len(events) == 1:  # one delta (stream_interval 1): _frames inlined
-            event = events[0]
-            seq = processor.sequence_number
-            if event.sequence_number != seq:
-                event.__dict__["sequence_number"] = seq
-            processor.sequence_number = seq + 1
-            return [format_sse(event)]  # alone, never terminal: a failure is error + failed
+            return [format_sse(events[0])]  # alone, never terminal: a failure is error + failed
         if not events:
             return []
         if events[-1].type in TERMINAL_TYPES:  # failed mid-stream: error + response.failed
-            return self._hold_terminal(processor, events)
-        return self._frames(processor, events)
+            return self._hold_terminal(events)
+        return self._frames(events)
 
     def _process_first_or_last(self, processor: Any, res: Any) -> list[str]:
         if self._closed or self._ended:
@@ -168,38 +168,32 @@ class HarmonyResponsesStream:
         machine = self._machine_for(processor, res)
         output = res.outputs[0]
         done = bool(res._done)
+        machine.sequence_number = processor.sequence_number
         events = machine.feed(
             list(output.token_ids_diff),
             finished=done,
             finish_reason=output.finish_reason if done else None,
         )
+        processor.sequence_number = machine.sequence_number
         if machine.finished:
-            return self._hold_terminal(processor, events)
+            return self._hold_terminal(events)
         self._feed = machine.feed
-        return self._frames(processor, events)
+        return self._frames(events)
 
-    def _hold_terminal(self, processor: Any, events: list[Any]) -> list[str]:
+    def _hold_terminal(self, events: list[Any]) -> list[str]:
         """Frames for ``events`` up to the terminal one, which waits for the final call."""
         cut = next((i for i, e in enumerate(events) if e.type in TERMINAL_TYPES), len(events))
         events, self._terminal = events[:cut], events[cut:]
         self._ended, self._feed = True, None
-        return self._frames(processor, events)
+        return self._frames(events)
 
     @staticmethod
-    def _frames(processor: Any, events: list[Any]) -> list[str]:
-        """One SSE frame per event, numbered on from the processor's ``sequence_number``.
+    def _frames(events: list[Any]) -> list[str]:
+        """One SSE frame per event, as the machine numbered it.
 
-        The machine numbers its events consecutively; they are renumbered only when its count
-        and the processor's differ (the number written straight into the event's fields:
-        pydantic's ``__setattr__`` costs more than the rest of a delta's framing).
+        The machine owns the numbering: before each ``feed`` it is handed the processor's
+        ``sequence_number`` and numbers on from it; the processor's count is read back after.
         """
-        if not events:
-            return []
-        seq = processor.sequence_number
-        if events[0].sequence_number != seq:
-            for n, event in enumerate(events, seq):
-                event.__dict__["sequence_number"] = n
-        processor.sequence_number = seq + len(events)
         return [format_sse(event) for event in events]
 
     def final_response(
@@ -215,11 +209,13 @@ class HarmonyResponsesStream:
         events = self._terminal
         if not machine.finished:  # the last engine response was not processed here
             output = final_res.outputs[0]
+            machine.sequence_number = processor.sequence_number
             events = machine.feed([], finished=True, finish_reason=output.finish_reason)
+            processor.sequence_number = machine.sequence_number
         response = machine.final_response
         if response is not None and response.usage:
             with_engine_input(response.usage, final_res, num_prompt_tokens)
-        frame = "".join(self._frames(processor, events))
+        frame = "".join(self._frames(events))
         self._machine, self._terminal, self._closed, self._feed = None, [], True, None
         return frame, response
 
@@ -265,7 +261,10 @@ class HarmonyResponsesStream:
 
     def _start(self, processor: Any) -> list[Any]:
         self._machine = ResponsesEventMachine(
-            _response_context(processor), config=self._current_config(), **edge_defaults()
+            _response_context(processor),
+            config=self._current_config(),
+            first_sequence_number=processor.sequence_number,
+            **edge_defaults(),
         )
         return self._machine.start()
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.errors import StreamFixError
+
 
 def error_body(
     message: str,
@@ -17,7 +19,7 @@ def error_body(
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
-class RequestError(Exception):
+class RequestError(StreamFixError):
     """A request the server rejects: HTTP ``status`` with an OpenAI-style body."""
 
     def __init__(

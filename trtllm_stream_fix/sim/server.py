@@ -448,10 +448,7 @@ def create_app(
         models=models,
         limits=limits,
         gauge=gauge,
-        options=ChatOptions(
-            preambles="drop" if stream_config.preambles == "drop" else "content",
-            parser=stream_config.parser,
-        ),
+        options=ChatOptions.from_config(stream_config),
     )
     return app
 

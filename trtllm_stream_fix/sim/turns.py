@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.errors import StreamFixError
 from ..core.harmony_tokens import CALL, END, RETURN
 from ..encoding import PlainTextEncoder, encode_with_specials, load_gpt_oss_encoding
 from ..testing.synthetic import SyntheticOutput
@@ -59,7 +60,7 @@ ANSWER_WORDS = (10, 120)
 MAX_OUTPUT_QUOTE = 200
 
 
-class TurnRequestError(ValueError):
+class TurnRequestError(StreamFixError, ValueError):
     """The request cannot be followed (``param`` names the offending field)."""
 
     def __init__(self, message: str, param: str) -> None:

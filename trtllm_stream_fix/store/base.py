@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..core.compat import json_dumps, json_loads
+from ..core.errors import StreamFixError
 
 #: How long a record is kept by default: 30 days, as OpenAI keeps responses.
 DEFAULT_TTL_SECONDS = 30 * 24 * 3600
@@ -22,7 +23,7 @@ DEFAULT_TTL_SECONDS = 30 * 24 * 3600
 JSON = dict[str, Any]
 
 
-class StoreError(Exception):
+class StoreError(StreamFixError):
     """The store cannot serve a call (the server answers 500 ``server_error``)."""
 
 

@@ -18,8 +18,10 @@ from openai._models import construct_type
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from ..core.errors import StreamFixError
 
-class SDKRejected(Exception):
+
+class SDKRejected(StreamFixError):
     """The SDK (or the ``ChatCompletion`` schema) rejects the stream."""
 
 

@@ -14,6 +14,7 @@ import ast
 import re
 from pathlib import Path
 
+from ..core.errors import StreamFixError
 from .layout import HEADER, PACKAGE, REPO, TEST_SUPPORT, Placement
 
 OUR_PACKAGE = "trtllm_stream_fix"
@@ -51,7 +52,7 @@ _LICENSE_LINE = "# SPDX-License-Identifier: Apache-2.0\n"
 ENV_PREFIX, UPSTREAM_ENV_PREFIX = "TRTLLM_STREAM_FIX_", "TRTLLM_HARMONY_STREAM_"
 
 
-class ConversionError(ValueError):
+class ConversionError(StreamFixError, ValueError):
     """A module refers to something that has no place in the upstream tree."""
 
 

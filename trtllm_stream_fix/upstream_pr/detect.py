@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from ..core.errors import StreamFixError
 from ..plugin import registry, targets
 from ..plugin.sourceshapes import ast_shape, find_definition, judge_source
 
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 
-class UnknownVersionError(ValueError):
+class UnknownVersionError(StreamFixError, ValueError):
     """The tree matches no recorded version line."""
 
 

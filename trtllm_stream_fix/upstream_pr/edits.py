@@ -32,6 +32,7 @@ import ast
 import re
 from dataclasses import dataclass
 
+from ..core.errors import StreamFixError
 from ..plugin import registry
 from .detect import find_definition
 from .layout import L0_ENTRY, PACKAGE
@@ -47,7 +48,7 @@ CHAT_NON_STREAMING = "chat_harmony_post_processor"
 _ADAPTER_CALLS = ("handle_streaming_response", "handle_non_streaming_response")
 
 
-class EditError(ValueError):
+class EditError(StreamFixError, ValueError):
     """The file lacks something an edit is located by."""
 
 

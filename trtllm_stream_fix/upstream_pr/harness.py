@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import StreamFixError
 from .layout import REPO
 
 TESTS = REPO / "tests"
@@ -29,7 +30,7 @@ BODY_OUTPUTS = 25  # outputs whose non-streaming body (inline, from a worker) is
 PLUGIN_MODULES = ("trtllm_stream_fix.plugin.installer", "trtllm_stream_fix.plugin.processor")
 
 
-class HarnessUnavailableError(RuntimeError):
+class HarnessUnavailableError(StreamFixError, RuntimeError):
     """The harness lives in the repository's ``tests/``, which this install lacks."""
 
 

