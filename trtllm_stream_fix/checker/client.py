@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from trtllm_stream_fix import jsonlimits
 from trtllm_stream_fix.checker.chat import ChatStreamChecker
+from trtllm_stream_fix.checker.findings import Findings
 from trtllm_stream_fix.checker.responses import ResponsesStreamChecker
 from trtllm_stream_fix.checker.sse_reader import SSEEvent, SSELimits, SSEProtocolError, SSEReader
 from trtllm_stream_fix.checker.triton import TritonStreamChecker
@@ -208,7 +209,7 @@ class StreamSession:
         self._fatal: str | None = None
         self._after_terminal = False
         self._error_body: bytearray | None = None
-        self._extra_violations: list[str] = []
+        self._extra_violations = Findings("violations")
         self._finished = False
 
     # ------------------------------------------------------------------ input
@@ -263,8 +264,9 @@ class StreamSession:
             return
         if self.record.done_marker:
             self._after_terminal = True
-            self._extra_violations.append(
-                f"event {len(self.record.events) - 1}: [after-done] event after data: [DONE]"
+            self._extra_violations.add(
+                "after-done",
+                f"event {len(self.record.events) - 1}: [after-done] event after data: [DONE]",
             )
             return
         try:
@@ -290,7 +292,7 @@ class StreamSession:
             if _chat_has_text(payload):
                 self._first_text(now)
         elif self.triton is not None:
-            if self.triton.requests and not self.triton.pending:
+            if self.triton.requests and not self.triton.pending_count:
                 self._after_terminal = True
             parsed = self.triton.feed(payload)
             if parsed is not None and parsed.text:
@@ -303,15 +305,16 @@ class StreamSession:
         if self.chat is not None:
             self.chat.feed_done()
         elif self.responses is not None and not self.responses.terminated:
-            self._extra_violations.append(
+            self._extra_violations.add(
+                "done-before-terminal",
                 f"event {len(self.record.events) - 1}: "
-                "[done-before-terminal] data: [DONE] before the "
-                "terminal event"
+                "[done-before-terminal] data: [DONE] before the terminal event",
             )
         elif self.triton is not None:
-            self._extra_violations.append(
+            self._extra_violations.add(
+                "unexpected-done",
                 f"event {len(self.record.events) - 1}: "
-                "[unexpected-done] data: [DONE] in a Triton stream"
+                "[unexpected-done] data: [DONE] in a Triton stream",
             )
 
     def _first_text(self, now: float) -> None:
@@ -342,7 +345,7 @@ class StreamSession:
         if self._fatal in _NO_STREAM:
             violations = []  # no event stream to judge: the outcome says why
         rec.terminal = terminal
-        rec.violations = violations + self._extra_violations
+        rec.violations = violations + self._extra_violations.lines()
         if detail:
             rec.detail = f"{rec.detail}; {detail}" if rec.detail else detail
         rec.outcome = self._outcome(stop, terminal)
