@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import types
 
@@ -86,3 +87,32 @@ def test_delegates_receive_their_arguments(monkeypatch):
 def test_no_command_prints_help(capsys):
     assert cli.main([]) == 2
     assert "validate" in capsys.readouterr().out
+
+
+_RUN_CLI = "from trtllm_stream_fix.cli import main\ntry:\n    main([{!r}])\nexcept SystemExit: pass"
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["import trtllm_stream_fix", _RUN_CLI.format("--version"), _RUN_CLI.format("--help")],
+    ids=["import", "--version", "--help"],
+)
+def test_version_and_help_do_not_import_openai(code: str) -> None:
+    # openai takes ~1.5 s to import: --version and --help answer without it.
+    probe = (
+        f"{code}\nimport sys\nprint(sorted(m for m in ('openai', 'pydantic') if m in sys.modules))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
+
+
+def test_lazy_names_resolve() -> None:
+    import trtllm_stream_fix
+
+    for name in trtllm_stream_fix.__all__:
+        assert getattr(trtllm_stream_fix, name).__name__ == name
+    with pytest.raises(AttributeError, match="no_such_name"):
+        trtllm_stream_fix.no_such_name  # noqa: B018

@@ -123,7 +123,7 @@ def _serve(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
-def _add_serve(sub: Any) -> None:
+def _add_serve(sub: Any, with_scenarios: bool) -> None:
     p = sub.add_parser(
         "serve",
         help="run a local OpenAI Responses + Chat Completions server (simulated gpt-oss engine)",
@@ -165,17 +165,19 @@ def _add_serve(sub: Any) -> None:
         help="generation speed (0 = as fast as possible)",
     )
     p.add_argument("--seed", type=int, default=0, help="mixed into the per-request seed")
-    try:
-        from .sim.engine import SCENARIOS
-    except ImportError:  # the sim extra is not installed: serve says so when it runs
-        SCENARIOS = ()
+    scenarios: Sequence[str] = ()
+    if with_scenarios:  # only for serve: the simulator's import loads openai (~1.5 s)
+        try:
+            from .sim.engine import SCENARIOS as scenarios
+        except ImportError:  # the sim extra is not installed: serve says so when it runs
+            pass
 
     p.add_argument(
         "--scenario",
         default=None,
         metavar="NAME",
         help="fixed output served when a request names none (default: the turn the request "
-        f"asks for); one of: {', '.join(SCENARIOS)}",
+        f"asks for); one of: {', '.join(scenarios)}",
     )
     p.add_argument("--preambles", choices=("commentary", "drop"), default="commentary")
     p.add_argument("--model", action="append", help="model name to serve (repeatable)")
@@ -423,7 +425,9 @@ _DELEGATES = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(with_scenarios: bool = True) -> argparse.ArgumentParser:
+    """The command line; ``with_scenarios=False`` leaves the simulator's scenario names out of
+    ``serve --help`` (listing them imports the simulator)."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Correct OpenAI Responses streaming for gpt-oss on TensorRT-LLM.",
@@ -432,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _add_serve(sub)
+    _add_serve(sub, with_scenarios)
     _add_validate(sub)
     _add_replay(sub)
     for name, (_, _, text) in _DELEGATES.items():
@@ -481,7 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point: no traceback for an unexpected error unless asked for."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _dispatch(build_parser(), argv)
+        return _dispatch(build_parser(with_scenarios=argv[:1] == ["serve"]), argv)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
