@@ -234,13 +234,22 @@ def _request_body(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             body["max_tokens"] = args.max_output_tokens
     if args.stream_interval is not None:
         body["stream_interval"] = args.stream_interval
-    for extra in args.extra or ():
-        key, _, value = extra.partition("=")
-        try:
-            body[key] = json.loads(value)
-        except ValueError:
-            body[key] = value
+    for key, value in args.extra or ():
+        body[key] = value
     return url, body
+
+
+def _extra_field(text: str) -> tuple[str, Any]:
+    """``KEY=JSON`` (a value that is not JSON is sent as a string)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not KEY=JSON (e.g. --extra temperature=0.5, --extra 'tools=[]')"
+        )
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
 
 
 async def _validate_async(args: argparse.Namespace, url: str, body: dict[str, Any]) -> Any:
@@ -335,6 +344,27 @@ def _print_record(record: Any, as_json: bool) -> None:
         console.print(f"  ... {len(record.warnings) - 5} more warnings")
 
 
+def _print_hints(record: Any, command: str, allow_incomplete: bool) -> None:
+    """What to do about a failed record: the flag that accepts it, or the right protocol."""
+    if record.ok:
+        return
+    from .checker.client import PROTOCOL_LOOKS, guess_protocol
+
+    if record.outcome == "incomplete" and not allow_incomplete:
+        print(
+            f"{PROG} {command}: the stream was cut by the token limit (incomplete): pass "
+            "--allow-incomplete to accept it",
+            file=sys.stderr,
+        )
+    guess = guess_protocol(record.sse_body()) if record.events else None
+    if guess is not None and guess != record.protocol:
+        print(
+            f"{PROG} {command}: this looks like a {PROTOCOL_LOOKS[guess]} stream, not "
+            f"{record.protocol}: --protocol {guess}",
+            file=sys.stderr,
+        )
+
+
 def _validate(args: argparse.Namespace, rest: list[str]) -> int:
     import httpx
 
@@ -351,6 +381,7 @@ def _validate(args: argparse.Namespace, rest: list[str]) -> int:
             print(f"{PROG} validate: cannot save the record: {exc}", file=sys.stderr)
             return 2
     _print_record(record, args.json)
+    _print_hints(record, "validate", args.allow_incomplete)
     return 0 if record.ok else 1
 
 
@@ -373,7 +404,11 @@ def _add_validate(sub: Any) -> None:
         help="send a stream_interval request field (simulated server)",
     )
     p.add_argument(
-        "--extra", action="append", metavar="KEY=JSON", help="extra request body field (repeatable)"
+        "--extra",
+        action="append",
+        type=_extra_field,
+        metavar="KEY=JSON",
+        help="extra request body field (repeatable; a value that is not JSON is a string)",
     )
     p.add_argument("--api-key", default=None)
     p.add_argument("--idle-timeout", type=float, default=60.0)
@@ -386,14 +421,32 @@ def _add_validate(sub: Any) -> None:
 
 
 def _replay(args: argparse.Namespace, rest: list[str]) -> int:
-    from .checker.client import replay_record
+    from pathlib import Path
+
+    from .checker.client import (
+        PROTOCOL_LOOKS,
+        ProtocolRequiredError,
+        guess_protocol,
+        replay_record,
+    )
 
     try:
         record = replay_record(args.file, args.protocol, allow_incomplete=args.allow_incomplete)
+    except ProtocolRequiredError:
+        guess = guess_protocol(Path(args.file).read_bytes())
+        looks = "" if guess is None else f"; it looks like a {PROTOCOL_LOOKS[guess]} stream"
+        print(
+            f"{PROG} replay: {args.file} is a raw SSE body, not a record saved by validate "
+            f"--save: name its protocol with --protocol {{{','.join(PROTOCOLS)}}}{looks}"
+            + (f": --protocol {guess}" if guess is not None else ""),
+            file=sys.stderr,
+        )
+        return 2
     except (OSError, ValueError, TypeError) as exc:
         print(f"{PROG} replay: cannot replay {args.file}: {exc}", file=sys.stderr)
         return 2
     _print_record(record, args.json)
+    _print_hints(record, "replay", args.allow_incomplete)
     return 0 if record.ok else 1
 
 
@@ -405,8 +458,15 @@ def _add_replay(sub: Any) -> None:
         "(then --protocol is required).",
     )
     p.add_argument("file")
-    p.add_argument("--protocol", choices=PROTOCOLS, default=None)
-    p.add_argument("--allow-incomplete", action="store_true")
+    p.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default=None,
+        help="the stream's protocol (required for a raw SSE body; a record names its own)",
+    )
+    p.add_argument(
+        "--allow-incomplete", action="store_true", help="accept a stream cut by the token limit"
+    )
     p.add_argument("--json", action="store_true")
 
 

@@ -575,6 +575,48 @@ async def stream_triton(
     )
 
 
+class ProtocolRequiredError(ValueError):
+    """A raw SSE body was given without its protocol."""
+
+
+#: What a stream of each protocol looks like, for messages that suggest one.
+PROTOCOL_LOOKS = {
+    "responses": "Responses API (response.* events)",
+    "chat": "chat.completion.chunk",
+    "triton": "Triton generate_stream",
+}
+
+
+def _protocol_of(payload: Any) -> Protocol | None:
+    if not isinstance(payload, Mapping):
+        return None
+    if payload.get("object") == "chat.completion.chunk":
+        return "chat"
+    kind = payload.get("type")
+    if isinstance(kind, str) and (kind.startswith("response.") or kind == "error"):
+        return "responses"
+    if {"text_output", "triton_final_response", "model_name"} & payload.keys():
+        return "triton"
+    return None
+
+
+def guess_protocol(body: bytes, piece: int = 65536) -> Protocol | None:
+    """The protocol the first JSON event of SSE ``body`` looks like (None: cannot tell)."""
+    reader = SSEReader()
+    for start in range(0, len(body), piece):
+        try:
+            events = reader.feed(body[start : start + piece])
+        except SSEProtocolError:
+            return None
+        for event in events:
+            try:
+                payload = jsonlimits.loads(event.data)
+            except ValueError:
+                continue
+            return _protocol_of(payload)
+    return None
+
+
 def replay_record(
     source: str | Path | bytes,
     protocol: Protocol | None = None,
@@ -600,7 +642,7 @@ def replay_record(
             protocol = protocol or record.protocol  # type: ignore[assignment]
     if protocol is None:
         msg = "protocol is required for a raw SSE body"
-        raise ValueError(msg)
+        raise ProtocolRequiredError(msg)
     session = StreamSession(protocol, **session_kw)
     session.start(200, "text/event-stream")
     session.feed(raw, 0.0)
