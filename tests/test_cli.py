@@ -165,3 +165,12 @@ def test_replay_with_the_wrong_protocol_suggests_the_right_one(base_url, tmp_pat
     assert cli.main(["replay", str(raw), "--protocol", "responses"]) == 1
     err = capsys.readouterr().err
     assert "this looks like a chat.completion.chunk stream" in err and "--protocol chat" in err
+
+
+@pytest.mark.parametrize("extra", [[], ["--help"]])
+def test_serve_engine_trtllm_without_trtllm_says_where_to_run_it(monkeypatch, capsys, extra):
+    monkeypatch.setitem(sys.modules, "tensorrt_llm", None)  # not importable here
+    assert cli.main(["serve", "--engine", "trtllm", *extra]) == 2
+    err = capsys.readouterr().err
+    assert "TensorRT-LLM is not installed" in err
+    assert "Python that has TensorRT-LLM" in err and "--engine trtllm-source" in err

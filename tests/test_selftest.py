@@ -135,3 +135,31 @@ def test_selftest_passes_on_each_real_version_line(tree):
     proc = _doctor("--source", tree, "--count", "10")
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     assert "verdict: PASS" in proc.stdout
+
+
+def _doctor_without_trtllm(*args: str) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if k != "TRTLLM_SOURCE_DIR"}
+    environ["PYTHONPATH"] = str(REPO)  # no stand-in: TensorRT-LLM is not importable
+    return subprocess.run(
+        [sys.executable, "-m", "trtllm_stream_fix.cli", "doctor", "--selftest", *args],
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_selftest_without_trtllm_points_at_source():
+    proc = _doctor_without_trtllm("--count", "1")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "TensorRT-LLM is not installed" in proc.stderr
+    assert "--source DIR" in proc.stderr and "TRTLLM_SOURCE_DIR" in proc.stderr
+    assert "ModuleNotFoundError" not in proc.stdout + proc.stderr
+
+
+def test_selftest_on_a_folder_that_is_no_source_tree_says_so(tmp_path):
+    proc = _doctor_without_trtllm("--count", "1", "--source", str(tmp_path))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{tmp_path} is not a TensorRT-LLM source tree" in proc.stderr
+    assert "FileNotFoundError" not in proc.stdout + proc.stderr
