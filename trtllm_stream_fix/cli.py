@@ -127,8 +127,10 @@ def _add_serve(sub: Any, with_scenarios: bool) -> None:
     p = sub.add_parser(
         "serve",
         help="run a local OpenAI Responses + Chat Completions server (simulated gpt-oss engine)",
-        description="Serve POST /v1/responses from the simulated engine, or delegate to "
-        "trtllm-serve with the fix installed (--engine trtllm; further arguments go to it).",
+        description="Serve POST /v1/responses and POST /v1/chat/completions (and GET "
+        "/v1/models) from the simulated gpt-oss engine; or run trtllm-serve with the fix "
+        "installed (--engine trtllm; further arguments go to it), or upstream's own "
+        "openai_server from a source tree on CPU (--engine trtllm-source).",
     )
     p.add_argument(
         "--engine",

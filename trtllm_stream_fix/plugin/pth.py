@@ -75,7 +75,12 @@ def pth_main(argv: list[str] | None = None) -> int:
     """``trtllm-stream-fix plugin {install-pth,remove-pth,show-pth} [--site-dir DIR]``."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="trtllm-stream-fix plugin")
+    parser = argparse.ArgumentParser(
+        prog="trtllm-stream-fix plugin",
+        description="Install, remove or show the .pth file that loads the import hook in every "
+        "interpreter (executor and PostprocWorker processes included). The wheel installs it; "
+        "an editable install (pip install -e) needs install-pth.",
+    )
     parser.add_argument("action", choices=("install-pth", "remove-pth", "show-pth"))
     parser.add_argument("--site-dir", default=None, help="default: this interpreter's purelib")
     args = parser.parse_args(argv)
