@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..jsonlimits import MAX_DEPTH, too_deep
-from .findings import Findings
+from .findings import Findings, FindingsView
 from .harmony_markup import MARKUP
 from .responses import check_stream_id
 
@@ -109,7 +109,7 @@ class ChatCheck:
         return rule in self.rules
 
 
-class ChatStreamChecker:
+class ChatStreamChecker(FindingsView):
     """Incremental checker: :meth:`feed` each parsed chunk, :meth:`feed_done` on ``[DONE]``.
 
     ``allow``: rule codes reported as warnings instead of violations; the advisory rules
@@ -149,21 +149,6 @@ class ChatStreamChecker:
             if len(pieces) > 1:
                 pieces[:] = ["".join(pieces)]
             call.arguments = pieces[0] if pieces else ""
-
-    @property
-    def violations(self) -> list[str]:
-        """Violations so far (at most a few per rule, then one line with the count)."""
-        return self._violations.lines()
-
-    @property
-    def rules(self) -> list[str]:
-        """The rule code of each line of :attr:`violations`."""
-        return self._violations.line_rules()
-
-    @property
-    def warnings(self) -> list[str]:
-        """Warnings so far, bounded like :attr:`violations`."""
-        return self._warnings.lines()
 
     def _violate(self, rule: str, message: str) -> None:
         where = "end of stream" if self._finished else f"chunk {self._index}"

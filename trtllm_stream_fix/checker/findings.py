@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-__all__ = ["EXAMPLES_PER_RULE", "MAX_TEXT", "Findings", "clip"]
+__all__ = ["EXAMPLES_PER_RULE", "MAX_TEXT", "Findings", "FindingsView", "clip"]
 
 #: Findings of one rule kept verbatim; the rest are counted.
 EXAMPLES_PER_RULE = 10
@@ -62,3 +62,25 @@ class Findings:
     def line_rules(self) -> list[str]:
         """The rule of each line of :meth:`lines`."""
         return self.rules + [rule for rule, _ in self._overflow()]
+
+
+class FindingsView:
+    """A checker's :attr:`violations`, :attr:`rules` and :attr:`warnings`, from its findings."""
+
+    _violations: Findings
+    _warnings: Findings
+
+    @property
+    def violations(self) -> list[str]:
+        """Violations so far (at most a few per rule, then one line with the count)."""
+        return self._violations.lines()
+
+    @property
+    def rules(self) -> list[str]:
+        """The rule code of each line of :attr:`violations`."""
+        return self._violations.line_rules()
+
+    @property
+    def warnings(self) -> list[str]:
+        """Warnings so far, bounded like :attr:`violations`."""
+        return self._warnings.lines()

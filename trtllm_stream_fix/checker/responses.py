@@ -26,7 +26,7 @@ from typing import Any, Literal
 import pydantic
 
 from ..jsonlimits import MAX_DEPTH, loads, too_deep
-from .findings import Findings
+from .findings import Findings, FindingsView
 from .harmony_markup import MARKUP
 from .schema_compat import for_installed_schema
 
@@ -237,7 +237,7 @@ class _Item:
         )
 
 
-class ResponsesStreamChecker:
+class ResponsesStreamChecker(FindingsView):
     """Incremental checker: :meth:`feed` one event dict at a time, then :meth:`finish`.
 
     ``allow``: rule codes reported as warnings instead of violations; the advisory rules
@@ -309,21 +309,6 @@ class ResponsesStreamChecker:
         }
 
     # ------------------------------------------------------------------ reporting
-
-    @property
-    def violations(self) -> list[str]:
-        """Violations so far (at most a few per rule, then one line with the count)."""
-        return self._violations.lines()
-
-    @property
-    def rules(self) -> list[str]:
-        """The rule code of each line of :attr:`violations`."""
-        return self._violations.line_rules()
-
-    @property
-    def warnings(self) -> list[str]:
-        """Warnings so far, bounded like :attr:`violations`."""
-        return self._warnings.lines()
 
     def _violate(self, rule: str, message: str) -> None:
         where = f"event {self._index} ({self._type})" if self._index >= 0 else "stream"

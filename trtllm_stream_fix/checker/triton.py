@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .findings import Findings
+from .findings import Findings, FindingsView
 
 __all__ = [
     "InvalidTransition",
@@ -268,7 +268,7 @@ class TritonCheck:
         return rule in self.rules
 
 
-class TritonStreamChecker:
+class TritonStreamChecker(FindingsView):
     """Checks a stream of responses for one or more requests.
 
     ``request_ids``: ids sent on the stream. Responses for other ids are violations unless
@@ -296,21 +296,6 @@ class TritonStreamChecker:
         self.requests[request_id] = req
         self._pending[request_id] = req
         return req
-
-    @property
-    def violations(self) -> list[str]:
-        """Violations so far (at most a few per rule, then one line with the count)."""
-        return self._violations.lines()
-
-    @property
-    def rules(self) -> list[str]:
-        """The rule code of each line of :attr:`violations`."""
-        return self._violations.line_rules()
-
-    @property
-    def warnings(self) -> list[str]:
-        """Warnings so far, bounded like :attr:`violations`."""
-        return self._warnings.lines()
 
     def _violate(self, rule: str, message: str) -> None:
         self._violations.add(rule, f"response {self._index}: [{rule}] {message}")
