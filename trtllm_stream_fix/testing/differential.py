@@ -315,7 +315,7 @@ def check_main(argv: Sequence[str] | None = None) -> int:
     if not live:
         print(
             f"check: {args.outputs} outputs, Responses then Chat Completions streams "
-            "(about 1 s per output per core) ...",
+            "(about 1.5 s of CPU per output, on one core) ...",
             file=sys.stderr,
             flush=True,
         )
