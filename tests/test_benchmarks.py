@@ -471,3 +471,14 @@ def test_the_benchmark_server_runs_with_the_servers_limits(monkeypatch) -> None:
     assert config.h11_max_incomplete_event_size == limits.max_header_bytes
     assert config.timeout_keep_alive == limits.keep_alive_timeout
     assert config.limit_concurrency == limits.max_concurrency
+
+
+def test_checker_report_quick_json_shape() -> None:
+    proc = run_script("checker_report.py", "--quick", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)["rows"]
+    assert {(r["protocol"], r["path"]) for r in rows} == {
+        (p, path) for p in ("responses", "chat", "triton") for path in ("replay", "validate")
+    }
+    for row in rows:
+        assert 0 < row["report_bytes"] <= 16_384 and row["violations_counted"] > 100, row

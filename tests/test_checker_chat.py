@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from trtllm_stream_fix.checker import CHAT_RULES, ChatStreamChecker
+from trtllm_stream_fix.checker import CHAT_ADVISORY_RULES, CHAT_RULES, ChatStreamChecker
 
 pytestmark = pytest.mark.cpu_only
 
@@ -58,8 +58,13 @@ def valid_chunks() -> list[dict[str, Any]]:
     ]
 
 
-def run(chunks: list[Any], done: bool = True, allow: tuple[str, ...] = ()) -> Any:
-    checker = ChatStreamChecker(allow=allow)
+def run(
+    chunks: list[Any],
+    done: bool = True,
+    allow: tuple[str, ...] = (),
+    require: tuple[str, ...] = (),
+) -> Any:
+    checker = ChatStreamChecker(allow=allow, require=require)
     for c in chunks:
         if c == "[DONE]":
             checker.feed_done()
@@ -154,7 +159,7 @@ CASES = [
     ("mutate", "done", "rule"), [pytest.param(m, d, r, id=n) for n, m, d, r in CASES]
 )
 def test_mutation_is_reported(mutate: Any, done: bool, rule: str) -> None:
-    result = run(_mutate(mutate), done=done)
+    result = run(_mutate(mutate), done=done, require=tuple(CHAT_ADVISORY_RULES))
     assert not result.ok
     assert result.has(rule), result.violations
 
@@ -203,12 +208,24 @@ def test_allow_and_unknown_allow() -> None:
         ChatStreamChecker(allow=("nope",))
 
 
-def test_markup_split_over_deltas_is_a_leak() -> None:
+def test_markup_split_over_deltas_is_a_leak_when_required() -> None:
     chunks = valid_chunks()
     chunks[3]["choices"][0]["delta"]["content"] = "Checking <|e"
     chunks[4]["choices"][0]["delta"]["content"] = "nd|>now."
-    result = run(chunks)
+    result = run(chunks, require=("markup-leak",))
     assert result.has("markup-leak"), result.violations
+    assert any("[markup-leak]" in w for w in run(chunks).warnings)
+
+
+@pytest.mark.parametrize("marker", ["<|end|>", "<|return|>", "<|call|>"])
+def test_stop_marker_text_is_a_warning(marker: str) -> None:
+    # A model explaining Harmony writes "<|end|>" with ordinary tokens; the chat machine
+    # streams it as content, and the checker sees text, not token ids: a warning.
+    chunks = valid_chunks()
+    chunks[4]["choices"][0]["delta"]["content"] = f"A message ends with {marker} in Harmony."
+    result = run(chunks)
+    assert result.ok, result.violations
+    assert any("[markup-leak]" in w for w in result.warnings), result.warnings
 
 
 def test_literal_special_token_text_is_a_warning() -> None:
@@ -217,4 +234,4 @@ def test_literal_special_token_text_is_a_warning() -> None:
     chunks[4]["choices"][0]["delta"]["content"] = "Use <|channel|>final<|message|> literally."
     result = run(chunks)
     assert result.ok, result.violations
-    assert any("special-token text" in w for w in result.warnings)
+    assert any("[markup-leak]" in w for w in result.warnings)

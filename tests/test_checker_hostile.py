@@ -247,3 +247,26 @@ def test_chat_checker_work_is_linear_in_deltas_and_tool_calls() -> None:
     result = checker.finish()
     assert result.choices[0].content == "word " * 500
     assert len(result.choices[0].tool_calls) == 500
+
+
+@pytest.mark.parametrize("protocol", ["responses", "chat", "triton"])
+def test_report_is_bounded_on_a_flood_of_violations(protocol: str) -> None:
+    # Counting, not timing: 4x the hostile input gives the same report size (within the
+    # digits of the counts), far below the input's, and the counts show every finding.
+    from trtllm_stream_fix.testing.hostile_streams import hostile_body
+
+    reports, counted = [], []
+    for size in (50_000, 200_000):
+        record = replay_record(hostile_body(protocol, size), protocol)
+        report = json.dumps({"violations": record.violations, "warnings": record.warnings})
+        reports.append(len(report))
+        counted.append(
+            sum(
+                int(line.split(" in all")[0].rsplit("(", 1)[1])
+                for line in record.violations
+                if " in all, the first " in line
+            )
+        )
+    assert reports[1] <= 16_384, reports
+    assert reports[1] - reports[0] <= 64, reports
+    assert counted[1] >= 3 * counted[0] > 300, counted

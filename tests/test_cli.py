@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
 from trtllm_stream_fix import cli
+from trtllm_stream_fix.checker import StreamRecord
 from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
 
 
@@ -86,3 +89,88 @@ def test_delegates_receive_their_arguments(monkeypatch):
 def test_no_command_prints_help(capsys):
     assert cli.main([]) == 2
     assert "validate" in capsys.readouterr().out
+
+
+_RUN_CLI = "from trtllm_stream_fix.cli import main\ntry:\n    main([{!r}])\nexcept SystemExit: pass"
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["import trtllm_stream_fix", _RUN_CLI.format("--version"), _RUN_CLI.format("--help")],
+    ids=["import", "--version", "--help"],
+)
+def test_version_and_help_do_not_import_openai(code: str) -> None:
+    # openai takes ~1.5 s to import: --version and --help answer without it.
+    probe = (
+        f"{code}\nimport sys\nprint(sorted(m for m in ('openai', 'pydantic') if m in sys.modules))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
+
+
+def test_lazy_names_resolve() -> None:
+    import trtllm_stream_fix
+
+    for name in trtllm_stream_fix.__all__:
+        assert getattr(trtllm_stream_fix, name).__name__ == name
+    with pytest.raises(AttributeError, match="no_such_name"):
+        trtllm_stream_fix.no_such_name  # noqa: B018
+
+
+def test_extra_without_equals_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["validate", "--url", "http://127.0.0.1:9", "--extra", "foo"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--extra" in err and "'foo' is not KEY=JSON" in err
+
+
+def test_extra_values_are_json_or_strings():
+    args = cli.build_parser(with_scenarios=False).parse_args(
+        ["validate", "--url", "http://h", "--extra", "n=5", "--extra", "s=length_cut"]
+    )
+    _, body = cli._request_body(args)
+    assert body["n"] == 5 and body["s"] == "length_cut"
+
+
+def test_incomplete_stream_names_allow_incomplete(base_url, capsys):
+    assert cli.main(["validate", "--url", base_url, "--max-output-tokens", "5"]) == 1
+    captured = capsys.readouterr()
+    assert "incomplete" in captured.out and "--allow-incomplete" in captured.err
+
+
+def _chat_sse(base_url: str, tmp_path) -> Path:
+    saved = tmp_path / "chat.json"
+    args = ["validate", "--url", base_url, "--protocol", "chat", "--save", str(saved)]
+    assert cli.main(args) == 0
+    raw = tmp_path / "chat.sse"
+    raw.write_bytes(StreamRecord.load(saved).sse_body())
+    return raw
+
+
+def test_replay_of_raw_sse_without_protocol_names_the_flag(base_url, tmp_path, capsys):
+    raw = _chat_sse(base_url, tmp_path)
+    capsys.readouterr()
+    assert cli.main(["replay", str(raw)]) == 2
+    err = capsys.readouterr().err
+    assert "--protocol {responses,chat,triton}" in err and "--protocol chat" in err
+
+
+def test_replay_with_the_wrong_protocol_suggests_the_right_one(base_url, tmp_path, capsys):
+    raw = _chat_sse(base_url, tmp_path)
+    capsys.readouterr()
+    assert cli.main(["replay", str(raw), "--protocol", "responses"]) == 1
+    err = capsys.readouterr().err
+    assert "this looks like a chat.completion.chunk stream" in err and "--protocol chat" in err
+
+
+@pytest.mark.parametrize("extra", [[], ["--help"]])
+def test_serve_engine_trtllm_without_trtllm_says_where_to_run_it(monkeypatch, capsys, extra):
+    monkeypatch.setitem(sys.modules, "tensorrt_llm", None)  # not importable here
+    assert cli.main(["serve", "--engine", "trtllm", *extra]) == 2
+    err = capsys.readouterr().err
+    assert "TensorRT-LLM is not installed" in err
+    assert "Python that has TensorRT-LLM" in err and "--engine trtllm-source" in err

@@ -278,6 +278,41 @@ def test_doctor_on_an_editable_install_says_what_to_run():
     assert "run `trtllm-stream-fix plugin install-pth`" in text
 
 
+def test_doctor_explains_a_hook_registered_without_a_pth_file():
+    report = DoctorReport(
+        versions={},
+        mode="on",
+        pth_files=[],
+        hook_registered=True,
+        upstream_importable=False,
+    )
+    (line,) = [x for x in report.to_text().splitlines() if x.startswith("import hook registered")]
+    assert "not by a .pth file" in line and "other processes do not get it" in line, line
+
+
+HELP_COMMANDS = ["serve", "validate", "replay", "demo", "check", "doctor", "plugin", "upstream-pr"]
+
+
+@pytest.mark.parametrize("command", HELP_COMMANDS)
+def test_help_is_plain_text_with_a_description(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([command, "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for markup in ("``", ":class:`", ":mod:`", ":func:`", ":data:`", ":meth:`"):
+        assert markup not in text, (command, markup)
+    usage, _, rest = text.partition("\n\n")
+    assert usage.startswith(f"usage: trtllm-stream-fix {command}")
+    assert not rest.startswith(("options:", "positional arguments:")), f"{command}: no description"
+
+
+def test_serve_help_names_both_endpoints(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "/v1/responses" in text and "/v1/chat/completions" in text
+
+
 def test_benchmark_quick_results_are_git_ignored():
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")

@@ -17,9 +17,14 @@ def test_install_show_remove_pth(tmp_path, capsys):
     assert main(["plugin", "install-pth", "--site-dir", str(tmp_path)]) == 0
     written = tmp_path / PTH_NAME
     assert written.read_text(encoding="utf-8") == pth_line()
+    capsys.readouterr()
+    assert main(["plugin", "show-pth", "--site-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == str(written)
     assert main(["plugin", "remove-pth", "--site-dir", str(tmp_path)]) == 0
     assert not written.exists()
     assert "removed" in capsys.readouterr().out
+    assert main(["plugin", "show-pth", "--site-dir", str(tmp_path)]) == 0
+    assert f"no .pth file found in {tmp_path}" in capsys.readouterr().out
 
 
 def test_packaged_pth_matches_generated_line():

@@ -104,6 +104,7 @@ def test_construct_type_fallback_builds_the_same_tool():
 def test_newer_web_search_status_is_mapped_for_an_older_schema(monkeypatch):
     newer = {("web_search_call", "status", "incomplete"): "failed"}  # as under openai 2.x
     monkeypatch.setattr(compat, "NEWER_VALUES", newer)
+    monkeypatch.setattr(schema_compat, "NEWER_VALUES", newer)
     item = {"type": "web_search_call", "id": "ws_1", "status": "incomplete", "action": None}
     event = {"type": "response.output_item.done", "item": item, "response": None}
     mapped, notes = schema_compat.for_installed_schema(event)

@@ -83,7 +83,11 @@ def test_random_splits_of_random_outputs(seed, hostile, sizes, encoding):
 
 def test_check_command_json_shape(capsys):
     code = check_main(["--outputs", "5", "--seed", "11", "--json"])
-    summary = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    # stderr is no terminal here: a line at the start and one at the end, no live bar.
+    start, end = captured.err.strip().splitlines()
+    assert start.startswith("check: 5 outputs") and " in " in end and end.endswith(" s")
     assert summary["outputs"] == 5
     assert summary["streams"] == 5 * 7
     assert set(summary["upstream"]) == {*COUNTS, "raised"}

@@ -23,9 +23,10 @@ REPO = Path(__file__).resolve().parent.parent
 STANDIN = REPO / "tests" / "standin"
 
 
-def _doctor(*args: str, standin: Path = STANDIN, **env: str) -> subprocess.CompletedProcess:
+def _doctor(*args: str, standin: Path | None = STANDIN, **env: str) -> subprocess.CompletedProcess:
+    """``doctor --selftest ARGS`` in a subprocess, with ``standin`` as TensorRT-LLM (None: none)."""
     environ = {k: v for k, v in os.environ.items() if k not in ("TRTLLM_SOURCE_DIR",)}
-    environ["PYTHONPATH"] = os.pathsep.join([str(standin), str(REPO)])
+    environ["PYTHONPATH"] = os.pathsep.join([str(p) for p in (standin, REPO) if p is not None])
     environ.update(env)
     return subprocess.run(
         [sys.executable, "-m", "trtllm_stream_fix.cli", "doctor", "--selftest", *args],
@@ -45,10 +46,11 @@ def test_selftest_passes_on_the_installed_standin_and_exits_zero():
     assert len(proc.stdout.splitlines()) < 25  # one screen
 
 
-def test_selftest_fails_and_says_why_when_it_cannot_run(tmp_path):
+def test_selftest_on_a_folder_that_is_no_source_tree_says_so(tmp_path):
     proc = _doctor("--source", str(tmp_path), "--count", "2")
-    assert proc.returncode == 1
-    assert "verdict: FAIL" in proc.stdout and "could not run" in proc.stdout
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{tmp_path} is not a TensorRT-LLM source tree" in proc.stderr
+    assert "FileNotFoundError" not in proc.stdout + proc.stderr
 
 
 def _edited_standin(tmp_path: Path, module: str, old: str, new: str) -> Path:
@@ -135,3 +137,11 @@ def test_selftest_passes_on_each_real_version_line(tree):
     proc = _doctor("--source", tree, "--count", "10")
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     assert "verdict: PASS" in proc.stdout
+
+
+def test_selftest_without_trtllm_points_at_source():
+    proc = _doctor("--count", "1", standin=None)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "TensorRT-LLM is not installed" in proc.stderr
+    assert "--source DIR" in proc.stderr and "TRTLLM_SOURCE_DIR" in proc.stderr
+    assert "ModuleNotFoundError" not in proc.stdout + proc.stderr

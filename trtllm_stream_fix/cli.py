@@ -123,12 +123,14 @@ def _serve(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
-def _add_serve(sub: Any) -> None:
+def _add_serve(sub: Any, with_scenarios: bool) -> None:
     p = sub.add_parser(
         "serve",
         help="run a local OpenAI Responses + Chat Completions server (simulated gpt-oss engine)",
-        description="Serve POST /v1/responses from the simulated engine, or delegate to "
-        "trtllm-serve with the fix installed (--engine trtllm; further arguments go to it).",
+        description="Serve POST /v1/responses and POST /v1/chat/completions (and GET "
+        "/v1/models) from the simulated gpt-oss engine; or run trtllm-serve with the fix "
+        "installed (--engine trtllm; further arguments go to it), or upstream's own "
+        "openai_server from a source tree on CPU (--engine trtllm-source).",
     )
     p.add_argument(
         "--engine",
@@ -165,17 +167,19 @@ def _add_serve(sub: Any) -> None:
         help="generation speed (0 = as fast as possible)",
     )
     p.add_argument("--seed", type=int, default=0, help="mixed into the per-request seed")
-    try:
-        from .sim.engine import SCENARIOS
-    except ImportError:  # the sim extra is not installed: serve says so when it runs
-        SCENARIOS = ()
+    scenarios: Sequence[str] = ()
+    if with_scenarios:  # only for serve: the simulator's import loads openai (~1.5 s)
+        try:
+            from .sim.engine import SCENARIOS as scenarios
+        except ImportError:  # the sim extra is not installed: serve says so when it runs
+            pass
 
     p.add_argument(
         "--scenario",
         default=None,
         metavar="NAME",
         help="fixed output served when a request names none (default: the turn the request "
-        f"asks for); one of: {', '.join(SCENARIOS)}",
+        f"asks for); one of: {', '.join(scenarios)}",
     )
     p.add_argument("--preambles", choices=("commentary", "drop"), default="commentary")
     p.add_argument("--model", action="append", help="model name to serve (repeatable)")
@@ -232,13 +236,22 @@ def _request_body(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             body["max_tokens"] = args.max_output_tokens
     if args.stream_interval is not None:
         body["stream_interval"] = args.stream_interval
-    for extra in args.extra or ():
-        key, _, value = extra.partition("=")
-        try:
-            body[key] = json.loads(value)
-        except ValueError:
-            body[key] = value
+    for key, value in args.extra or ():
+        body[key] = value
     return url, body
+
+
+def _extra_field(text: str) -> tuple[str, Any]:
+    """``KEY=JSON`` (a value that is not JSON is sent as a string)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not KEY=JSON (e.g. --extra temperature=0.5, --extra 'tools=[]')"
+        )
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
 
 
 async def _validate_async(args: argparse.Namespace, url: str, body: dict[str, Any]) -> Any:
@@ -333,6 +346,27 @@ def _print_record(record: Any, as_json: bool) -> None:
         console.print(f"  ... {len(record.warnings) - 5} more warnings")
 
 
+def _print_hints(record: Any, command: str, allow_incomplete: bool) -> None:
+    """What to do about a failed record: the flag that accepts it, or the right protocol."""
+    if record.ok:
+        return
+    from .checker.client import PROTOCOL_LOOKS, guess_protocol
+
+    if record.outcome == "incomplete" and not allow_incomplete:
+        print(
+            f"{PROG} {command}: the stream was cut by the token limit (incomplete): pass "
+            "--allow-incomplete to accept it",
+            file=sys.stderr,
+        )
+    guess = guess_protocol(record.sse_body()) if record.events else None
+    if guess is not None and guess != record.protocol:
+        print(
+            f"{PROG} {command}: this looks like a {PROTOCOL_LOOKS[guess]} stream, not "
+            f"{record.protocol}: --protocol {guess}",
+            file=sys.stderr,
+        )
+
+
 def _validate(args: argparse.Namespace, rest: list[str]) -> int:
     import httpx
 
@@ -349,6 +383,7 @@ def _validate(args: argparse.Namespace, rest: list[str]) -> int:
             print(f"{PROG} validate: cannot save the record: {exc}", file=sys.stderr)
             return 2
     _print_record(record, args.json)
+    _print_hints(record, "validate", args.allow_incomplete)
     return 0 if record.ok else 1
 
 
@@ -371,7 +406,11 @@ def _add_validate(sub: Any) -> None:
         help="send a stream_interval request field (simulated server)",
     )
     p.add_argument(
-        "--extra", action="append", metavar="KEY=JSON", help="extra request body field (repeatable)"
+        "--extra",
+        action="append",
+        type=_extra_field,
+        metavar="KEY=JSON",
+        help="extra request body field (repeatable; a value that is not JSON is a string)",
     )
     p.add_argument("--api-key", default=None)
     p.add_argument("--idle-timeout", type=float, default=60.0)
@@ -384,14 +423,32 @@ def _add_validate(sub: Any) -> None:
 
 
 def _replay(args: argparse.Namespace, rest: list[str]) -> int:
-    from .checker.client import replay_record
+    from pathlib import Path
+
+    from .checker.client import (
+        PROTOCOL_LOOKS,
+        ProtocolRequiredError,
+        guess_protocol,
+        replay_record,
+    )
 
     try:
         record = replay_record(args.file, args.protocol, allow_incomplete=args.allow_incomplete)
+    except ProtocolRequiredError:
+        guess = guess_protocol(Path(args.file).read_bytes())
+        looks = "" if guess is None else f"; it looks like a {PROTOCOL_LOOKS[guess]} stream"
+        print(
+            f"{PROG} replay: {args.file} is a raw SSE body, not a record saved by validate "
+            f"--save: name its protocol with --protocol {{{','.join(PROTOCOLS)}}}{looks}"
+            + (f": --protocol {guess}" if guess is not None else ""),
+            file=sys.stderr,
+        )
+        return 2
     except (OSError, ValueError, TypeError) as exc:
         print(f"{PROG} replay: cannot replay {args.file}: {exc}", file=sys.stderr)
         return 2
     _print_record(record, args.json)
+    _print_hints(record, "replay", args.allow_incomplete)
     return 0 if record.ok else 1
 
 
@@ -403,8 +460,15 @@ def _add_replay(sub: Any) -> None:
         "(then --protocol is required).",
     )
     p.add_argument("file")
-    p.add_argument("--protocol", choices=PROTOCOLS, default=None)
-    p.add_argument("--allow-incomplete", action="store_true")
+    p.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default=None,
+        help="the stream's protocol (required for a raw SSE body; a record names its own)",
+    )
+    p.add_argument(
+        "--allow-incomplete", action="store_true", help="accept a stream cut by the token limit"
+    )
     p.add_argument("--json", action="store_true")
 
 
@@ -423,7 +487,9 @@ _DELEGATES = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(with_scenarios: bool = True) -> argparse.ArgumentParser:
+    """The command line; ``with_scenarios=False`` leaves the simulator's scenario names out of
+    ``serve --help`` (listing them imports the simulator)."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Correct OpenAI Responses streaming for gpt-oss on TensorRT-LLM.",
@@ -432,7 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _add_serve(sub)
+    _add_serve(sub, with_scenarios)
     _add_validate(sub)
     _add_replay(sub)
     for name, (_, _, text) in _DELEGATES.items():
@@ -481,7 +547,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point: no traceback for an unexpected error unless asked for."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _dispatch(build_parser(), argv)
+        return _dispatch(build_parser(with_scenarios=argv[:1] == ["serve"]), argv)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:

@@ -398,7 +398,9 @@ def _progress_reporter() -> Iterator[Callable[[int, int, str], None]]:
 
 def demo_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``trtllm-stream-fix demo``."""
-    parser = argparse.ArgumentParser(prog="trtllm-stream-fix demo", description=__doc__)
+    from .helptext import plain
+
+    parser = argparse.ArgumentParser(prog="trtllm-stream-fix demo", description=plain(__doc__))
     parser.add_argument(
         "--intervals", default="1,20", help="comma-separated stream_interval values (default 1,20)"
     )

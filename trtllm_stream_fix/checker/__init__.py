@@ -2,6 +2,7 @@
 """Strict stream checkers: SSE framing, Responses, Chat Completions and Triton streams."""
 
 from trtllm_stream_fix.checker.chat import (
+    CHAT_ADVISORY_RULES,
     CHAT_RULES,
     ChatCheck,
     ChatChoice,
@@ -46,6 +47,7 @@ from trtllm_stream_fix.checker.triton import (
 )
 
 __all__ = [
+    "CHAT_ADVISORY_RULES",
     "CHAT_RULES",
     "OUTCOMES",
     "RULES",

@@ -3,11 +3,12 @@
 
 Rules (codes in :data:`CHAT_RULES`): every chunk is a ``chat.completion.chunk`` with a
 stable id; each choice gets exactly one finish_reason and nothing after it; reasoning
-(``reasoning_content`` or ``reasoning``) is assembled apart from content and Harmony markup
-never leaks into either; tool-call deltas carry id and name once (first delta of an index)
-and their arguments are concatenated; the stream ends with ``data: [DONE]`` and nothing
-follows it. Error payloads (``{"error": ...}`` or ``{"object": "error", ...}``) are
-detected and end the stream as failed.
+(``reasoning_content`` or ``reasoning``) is assembled apart from content, and Harmony markup
+text in either is a warning (advisory: the checker sees text, not token ids, and a model may
+write ``<|end|>`` with ordinary tokens); tool-call deltas carry id and name once (first
+delta of an index) and their arguments are concatenated; the stream ends with
+``data: [DONE]`` and nothing follows it. Error payloads (``{"error": ...}`` or
+``{"object": "error", ...}``) are detected and end the stream as failed.
 """
 
 from __future__ import annotations
@@ -16,11 +17,19 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.harmony_tokens import MARKUP
 from ..jsonlimits import MAX_DEPTH, too_deep
+from .findings import Findings, FindingsView
+from .harmony_markup import MARKUP
 from .responses import check_stream_id
 
-__all__ = ["CHAT_RULES", "ChatCheck", "ChatChoice", "ChatStreamChecker", "ChatToolCall"]
+__all__ = [
+    "CHAT_ADVISORY_RULES",
+    "CHAT_RULES",
+    "ChatCheck",
+    "ChatChoice",
+    "ChatStreamChecker",
+    "ChatToolCall",
+]
 
 #: Rule codes of the Chat Completions checker.
 CHAT_RULES: dict[str, str] = {
@@ -31,7 +40,8 @@ CHAT_RULES: dict[str, str] = {
     "finish-reason": "finish_reason is stop, length, tool_calls, content_filter or function_call",
     "finish-missing": "every choice ends with a finish_reason",
     "after-finish": "no content, reasoning or tool-call delta after the choice finished",
-    "markup-leak": "no Harmony stop marker (<|end|>, <|return|>, <|call|>) in content or reasoning",
+    "markup-leak": "no Harmony markup text (<|end|>, <|channel|>, ...) in content or reasoning "
+    "(a warning unless required: the checker sees text, and a model may write markup as text)",
     "tool-call-index": "tool-call indexes count 0, 1, ... per choice",
     "tool-call-first": "the first delta of a tool call carries its id and function name",
     "tool-call-identity": "id and name are not changed by later deltas",
@@ -40,7 +50,8 @@ CHAT_RULES: dict[str, str] = {
     "after-done": "nothing follows data: [DONE]",
 }
 
-_STOP_MARKUP = ("<|end|>", "<|return|>", "<|call|>")
+#: Rules reported as warnings unless passed in ``require``.
+CHAT_ADVISORY_RULES = frozenset(("markup-leak",))
 _FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
 
 
@@ -98,18 +109,21 @@ class ChatCheck:
         return rule in self.rules
 
 
-class ChatStreamChecker:
-    """Incremental checker: :meth:`feed` each parsed chunk, :meth:`feed_done` on ``[DONE]``."""
+class ChatStreamChecker(FindingsView):
+    """Incremental checker: :meth:`feed` each parsed chunk, :meth:`feed_done` on ``[DONE]``.
 
-    def __init__(self, *, allow: Collection[str] = ()) -> None:
-        unknown = set(allow) - CHAT_RULES.keys()
+    ``allow``: rule codes reported as warnings instead of violations; the advisory rules
+    (:data:`CHAT_ADVISORY_RULES`) are warnings unless named in ``require``.
+    """
+
+    def __init__(self, *, allow: Collection[str] = (), require: Collection[str] = ()) -> None:
+        unknown = (set(allow) | set(require)) - CHAT_RULES.keys()
         if unknown:
             msg = f"unknown rule codes in allow: {sorted(unknown)}; known: {sorted(CHAT_RULES)}"
             raise ValueError(msg)
-        self.allow = frozenset(allow)
-        self.violations: list[str] = []
-        self.rules: list[str] = []
-        self.warnings: list[str] = []
+        self.allow = frozenset(allow) | (CHAT_ADVISORY_RULES - set(require))
+        self._violations = Findings("violations")
+        self._warnings = Findings("warnings")
         self.choices: dict[int, ChatChoice] = {}
         self.completion_id: str | None = None
         self.done = False
@@ -139,11 +153,10 @@ class ChatStreamChecker:
     def _violate(self, rule: str, message: str) -> None:
         where = "end of stream" if self._finished else f"chunk {self._index}"
         text = f"{where}: [{rule}] {message}"
-        if rule in self.allow:
-            self.warnings.append(text)
-        else:
-            self.violations.append(text)
-            self.rules.append(rule)
+        (self._warnings if rule in self.allow else self._violations).add(rule, text)
+
+    def _warn(self, kind: str, message: str) -> None:
+        self._warnings.add(kind, f"chunk {self._index}: {message}")
 
     @property
     def terminated(self) -> bool:
@@ -226,7 +239,7 @@ class ChatStreamChecker:
         role = delta.get("role")
         if role is not None:
             if state.role is not None and role != state.role:
-                self.warnings.append(f"chunk {self._index}: role changed to {role!r}")
+                self._warn("role", f"role changed to {_short(role)}")
             state.role = role
         for key, attr in (
             ("content", "content"),
@@ -266,12 +279,10 @@ class ChatStreamChecker:
                 self._violate("finish-reason", f"unknown finish_reason {reason!r}")
 
     def _markup(self, key: str, value: str) -> None:
-        # A stop marker ends a message: it is never text the model wrote. Other special
-        # tokens can be literal content (a warning, as for Responses).
-        if any(m in value for m in _STOP_MARKUP):
-            self._violate("markup-leak", f"Harmony markup in delta.{key}: {value[:60]!r}")
-        elif any(m in value for m in MARKUP):
-            self.warnings.append(f"chunk {self._index}: special-token text in delta.{key}")
+        # Text, not token ids: a model may write "<|end|>" with ordinary tokens (explaining
+        # Harmony), which the parser rightly streams as content; so advisory, as for Responses.
+        if any(m in value for m in MARKUP):
+            self._violate("markup-leak", f"Harmony markup text in delta.{key}: {value[:60]!r}")
 
     def _on_tool_call(self, state: ChatChoice, call: Any) -> None:
         if not isinstance(call, Mapping):
@@ -303,7 +314,7 @@ class ChatStreamChecker:
                 elif new != old:
                     self._violate("tool-call-identity", f"tool call {k} {label} {new!r} != {old!r}")
                 else:
-                    self.warnings.append(f"chunk {self._index}: tool call {k} repeats {label}")
+                    self._warn("tool-call-repeat", f"tool call {k} repeats {label}")
         if args is not None:
             if isinstance(args, str):
                 self._arg_pieces.setdefault(id(existing), (existing, []))[1].append(args)
@@ -315,13 +326,13 @@ class ChatStreamChecker:
         if not self._finished:
             self._finished = True
             self._join()
-            if "markup-leak" not in self.rules:
+            if not (self._violations.counts | self._warnings.counts)["markup-leak"]:
                 # Framing split over several deltas shows in the assembled text.
                 for state in self.choices.values():
                     for key in ("content", "reasoning"):
                         text = getattr(state, key)
-                        if any(m in text for m in _STOP_MARKUP):
-                            self._violate("markup-leak", f"Harmony markup in the joined {key}")
+                        if "<|" in text and any(m in text for m in MARKUP):
+                            self._violate("markup-leak", f"Harmony markup text in the joined {key}")
             if self.error is None:
                 if not self.done:
                     self._violate("done-missing", "stream ended without data: [DONE]")

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from trtllm_stream_fix import jsonlimits
 from trtllm_stream_fix.checker.chat import ChatStreamChecker
+from trtllm_stream_fix.checker.findings import Findings
 from trtllm_stream_fix.checker.responses import ResponsesStreamChecker
 from trtllm_stream_fix.checker.sse_reader import SSEEvent, SSELimits, SSEProtocolError, SSEReader
 from trtllm_stream_fix.checker.triton import TritonStreamChecker
@@ -208,7 +209,7 @@ class StreamSession:
         self._fatal: str | None = None
         self._after_terminal = False
         self._error_body: bytearray | None = None
-        self._extra_violations: list[str] = []
+        self._extra_violations = Findings("violations")
         self._finished = False
 
     # ------------------------------------------------------------------ input
@@ -263,8 +264,9 @@ class StreamSession:
             return
         if self.record.done_marker:
             self._after_terminal = True
-            self._extra_violations.append(
-                f"event {len(self.record.events) - 1}: [after-done] event after data: [DONE]"
+            self._extra_violations.add(
+                "after-done",
+                f"event {len(self.record.events) - 1}: [after-done] event after data: [DONE]",
             )
             return
         try:
@@ -290,7 +292,7 @@ class StreamSession:
             if _chat_has_text(payload):
                 self._first_text(now)
         elif self.triton is not None:
-            if self.triton.requests and not self.triton.pending:
+            if self.triton.requests and not self.triton.pending_count:
                 self._after_terminal = True
             parsed = self.triton.feed(payload)
             if parsed is not None and parsed.text:
@@ -303,15 +305,16 @@ class StreamSession:
         if self.chat is not None:
             self.chat.feed_done()
         elif self.responses is not None and not self.responses.terminated:
-            self._extra_violations.append(
+            self._extra_violations.add(
+                "done-before-terminal",
                 f"event {len(self.record.events) - 1}: "
-                "[done-before-terminal] data: [DONE] before the "
-                "terminal event"
+                "[done-before-terminal] data: [DONE] before the terminal event",
             )
         elif self.triton is not None:
-            self._extra_violations.append(
+            self._extra_violations.add(
+                "unexpected-done",
                 f"event {len(self.record.events) - 1}: "
-                "[unexpected-done] data: [DONE] in a Triton stream"
+                "[unexpected-done] data: [DONE] in a Triton stream",
             )
 
     def _first_text(self, now: float) -> None:
@@ -342,7 +345,7 @@ class StreamSession:
         if self._fatal in _NO_STREAM:
             violations = []  # no event stream to judge: the outcome says why
         rec.terminal = terminal
-        rec.violations = violations + self._extra_violations
+        rec.violations = violations + self._extra_violations.lines()
         if detail:
             rec.detail = f"{rec.detail}; {detail}" if rec.detail else detail
         rec.outcome = self._outcome(stop, terminal)
@@ -572,6 +575,48 @@ async def stream_triton(
     )
 
 
+class ProtocolRequiredError(ValueError):
+    """A raw SSE body was given without its protocol."""
+
+
+#: What a stream of each protocol looks like, for messages that suggest one.
+PROTOCOL_LOOKS = {
+    "responses": "Responses API (response.* events)",
+    "chat": "chat.completion.chunk",
+    "triton": "Triton generate_stream",
+}
+
+
+def _protocol_of(payload: Any) -> Protocol | None:
+    if not isinstance(payload, Mapping):
+        return None
+    if payload.get("object") == "chat.completion.chunk":
+        return "chat"
+    kind = payload.get("type")
+    if isinstance(kind, str) and (kind.startswith("response.") or kind == "error"):
+        return "responses"
+    if {"text_output", "triton_final_response", "model_name"} & payload.keys():
+        return "triton"
+    return None
+
+
+def guess_protocol(body: bytes, piece: int = 65536) -> Protocol | None:
+    """The protocol the first JSON event of SSE ``body`` looks like (None: cannot tell)."""
+    reader = SSEReader()
+    for start in range(0, len(body), piece):
+        try:
+            events = reader.feed(body[start : start + piece])
+        except SSEProtocolError:
+            return None
+        for event in events:
+            try:
+                payload = jsonlimits.loads(event.data)
+            except ValueError:
+                continue
+            return _protocol_of(payload)
+    return None
+
+
 def replay_record(
     source: str | Path | bytes,
     protocol: Protocol | None = None,
@@ -597,7 +642,7 @@ def replay_record(
             protocol = protocol or record.protocol  # type: ignore[assignment]
     if protocol is None:
         msg = "protocol is required for a raw SSE body"
-        raise ValueError(msg)
+        raise ProtocolRequiredError(msg)
     session = StreamSession(protocol, **session_kw)
     session.start(200, "text/event-stream")
     session.feed(raw, 0.0)

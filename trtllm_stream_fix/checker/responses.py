@@ -17,6 +17,7 @@ as warnings instead.
 
 from __future__ import annotations
 
+import itertools
 import typing
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -24,8 +25,9 @@ from typing import Any, Literal
 
 import pydantic
 
-from ..core.harmony_tokens import MARKUP
 from ..jsonlimits import MAX_DEPTH, loads, too_deep
+from .findings import Findings, FindingsView
+from .harmony_markup import MARKUP
 from .schema_compat import for_installed_schema
 
 __all__ = [
@@ -239,7 +241,7 @@ class _Item:
         )
 
 
-class ResponsesStreamChecker:
+class ResponsesStreamChecker(FindingsView):
     """Incremental checker: :meth:`feed` one event dict at a time, then :meth:`finish`.
 
     ``allow``: rule codes reported as warnings instead of violations; the advisory rules
@@ -266,9 +268,8 @@ class ResponsesStreamChecker:
         self._next_seq = first_sequence_number
         self._index = -1
         self._type = ""
-        self.violations: list[str] = []
-        self.rules: list[str] = []
-        self.warnings: list[str] = []
+        self._violations = Findings("violations")
+        self._warnings = Findings("warnings")
         self.terminal: Terminal | None = None
         self.response_id: str | None = None
         self.error: dict[str, Any] | None = None
@@ -318,18 +319,14 @@ class ResponsesStreamChecker:
         if self._finished:
             where = "end of stream"
         text = f"{where}: [{rule}] {message}"
-        if rule in self.allow:
-            self.warnings.append(text)
-        else:
-            self.violations.append(text)
-            self.rules.append(rule)
+        (self._warnings if rule in self.allow else self._violations).add(rule, text)
 
-    def _warn(self, message: str, *, once: str | None = None) -> None:
+    def _warn(self, message: str, *, once: str | None = None, kind: str = "note") -> None:
         if once is not None:
             if once in self._warned:
                 return
             self._warned.add(once)
-        self.warnings.append(f"event {self._index} ({self._type}): {message}")
+        self._warnings.add(once or kind, f"event {self._index} ({self._type}): {message}")
 
     # ------------------------------------------------------------------ public API
 
@@ -390,8 +387,7 @@ class ResponsesStreamChecker:
                     if "error-without-failed" in self.allow:
                         self.terminal = "failed"
                 else:
-                    open_ids = [it.id for it in self._open.values()]
-                    extra = f"; open items {open_ids}" if open_ids else ""
+                    extra = f"; open items {_open_ids(self._open)}" if self._open else ""
                     self._violate("no-terminal", f"no terminal event{extra}")
         return self.result()
 
@@ -637,9 +633,10 @@ class ResponsesStreamChecker:
         if not isinstance(idx, int) or isinstance(idx, bool):
             self._violate("output-index", f"output_index {idx!r} is not an int")
             return
-        open_items = [it.id for it in self._open.values()]
-        if open_items:
-            self._violate("interleaved-items", f"item added while {open_items} still open")
+        if self._open:
+            self._violate(
+                "interleaved-items", f"item added while {_open_ids(self._open)} still open"
+            )
         if idx in self._by_index:
             self._violate("output-index", f"output_index {idx} reused")
         elif idx != len(self._items):
@@ -935,6 +932,13 @@ class ResponsesStreamChecker:
                 "arguments-mismatch", f"arguments {_short(args)} != joined deltas {_short(joined)}"
             )
         item.args_done = args if isinstance(args, str) else ""
+
+
+def _open_ids(open_items: Mapping[int, _Item], shown: int = 3) -> str:
+    """The first ``shown`` ids of ``open_items`` and their count (O(1) in their number)."""
+    ids = [item.id for item in itertools.islice(open_items.values(), shown)]
+    more = f" and {len(open_items) - shown} more" if len(open_items) > shown else ""
+    return f"{len(open_items)} item(s) {ids}{more}"
 
 
 def _short(value: Any, limit: int = 60) -> str:

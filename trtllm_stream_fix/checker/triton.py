@@ -10,11 +10,13 @@ as from SSE ``data:`` payloads; several interleaved requests are kept apart by r
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import StreamFixError
+from .findings import Findings, FindingsView
 
 __all__ = [
     "InvalidTransition",
@@ -267,7 +269,7 @@ class TritonCheck:
         return rule in self.rules
 
 
-class TritonStreamChecker:
+class TritonStreamChecker(FindingsView):
     """Checks a stream of responses for one or more requests.
 
     ``request_ids``: ids sent on the stream. Responses for other ids are violations unless
@@ -277,10 +279,11 @@ class TritonStreamChecker:
 
     def __init__(self, request_ids: Iterable[str] = (), *, accept_unknown: bool = False) -> None:
         self.requests: dict[str, TritonRequest] = {}
+        #: Requests not yet final, in order (kept up to date: O(1) per response).
+        self._pending: dict[str, TritonRequest] = {}
         self.accept_unknown = accept_unknown
-        self.violations: list[str] = []
-        self.rules: list[str] = []
-        self.warnings: list[str] = []
+        self._violations = Findings("violations")
+        self._warnings = Findings("warnings")
         self._index = -1
         for rid in request_ids:
             self.expect(rid)
@@ -292,16 +295,26 @@ class TritonStreamChecker:
             raise TritonProtocolError(msg)
         req = TritonRequest(request_id)
         self.requests[request_id] = req
+        self._pending[request_id] = req
         return req
 
     def _violate(self, rule: str, message: str) -> None:
-        self.violations.append(f"response {self._index}: [{rule}] {message}")
-        self.rules.append(rule)
+        self._violations.add(rule, f"response {self._index}: [{rule}] {message}")
 
     @property
     def pending(self) -> list[str]:
         """Ids of requests not yet in a final state."""
-        return [rid for rid, req in self.requests.items() if not req.done]
+        return list(self._pending)
+
+    @property
+    def pending_count(self) -> int:
+        """How many requests are not yet in a final state."""
+        return len(self._pending)
+
+    def _pending_ids(self, shown: int = 3) -> str:
+        ids = list(itertools.islice(self._pending, shown))
+        more = f" and {len(self._pending) - shown} more" if len(self._pending) > shown else ""
+        return f"{ids}{more}"
 
     def feed(self, response: Mapping[str, Any]) -> TritonResponse | None:
         """Check one response dict; returns the normalised response (None if unusable)."""
@@ -312,13 +325,12 @@ class TritonStreamChecker:
         parsed = parse_triton_response(response)
         rid = parsed.request_id
         if rid is None:
-            pending = self.pending
-            if len(pending) == 1:
-                rid = pending[0]
+            if len(self._pending) == 1:
+                rid = next(iter(self._pending))
             elif len(self.requests) == 1:
                 rid = next(iter(self.requests))
             else:
-                self._violate("request-id", f"response without id, pending {pending}")
+                self._violate("request-id", f"response without id, pending {self._pending_ids()}")
                 return parsed
         req = self.requests.get(rid)
         if req is None:
@@ -330,6 +342,8 @@ class TritonStreamChecker:
             req.process(parsed)
         except InvalidTransition as exc:
             self._violate("after-final", str(exc))
+        if req.done:
+            self._pending.pop(rid, None)
         return parsed
 
     def finish(self, *, end_of_body: bool = False) -> TritonCheck:
@@ -343,16 +357,18 @@ class TritonStreamChecker:
                 continue
             if end_of_body and len(self.requests) == 1:
                 req.end_of_body()
-                self.warnings.append(
+                self._pending.pop(req.request_id, None)
+                self._warnings.add(
+                    "end-of-body",
                     f"request {req.request_id!r} completed by the end of the "
-                    "body (no final flag seen)"
+                    "body (no final flag seen)",
                 )
             else:
-                self.violations.append(
+                self._violations.add(
+                    "not-final",
                     f"end of stream: [not-final] request {req.request_id!r} "
-                    f"in state {req.state.name}"
+                    f"in state {req.state.name}",
                 )
-                self.rules.append("not-final")
         return self.result()
 
     def result(self) -> TritonCheck:

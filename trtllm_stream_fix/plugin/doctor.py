@@ -60,6 +60,8 @@ class DoctorReport:
     editable: bool = False
     refusals: dict[str, str] = field(default_factory=dict)  # group -> which target, why
     line: str | None = None  # the module design seen (targets.detect_line)
+    #: The hook was registered by this doctor run (to inspect the patch), not before it.
+    hook_by_doctor: bool = False
 
     @property
     def ok(self) -> bool:
@@ -125,12 +127,24 @@ class DoctorReport:
             out.append(f"a freshly spawned interpreter does not get the fix{detail}")
         return out
 
+    def _hook_text(self) -> str:
+        if not self.hook_registered:
+            return "no"
+        if self.pth_files:
+            return "yes"
+        by = (
+            "this doctor run, to inspect the patch"
+            if self.hook_by_doctor
+            else "code in this process"
+        )
+        return f"yes (registered by {by}, not by a .pth file: other processes do not get it)"
+
     def to_text(self) -> str:
         lines = ["trtllm-stream-fix doctor", "versions:"]
         lines += [f"  {name}: {version}" for name, version in self.versions.items()]
         lines.append(f"mode: {self.mode} ({ENV}={os.environ.get(ENV, '')!r})")
         lines.append(f".pth hook files: {', '.join(self.pth_files) or 'none found'}")
-        lines.append(f"import hook registered here: {'yes' if self.hook_registered else 'no'}")
+        lines.append(f"import hook registered here: {self._hook_text()}")
         if self.upstream_importable:
             title = targets.LINE_TITLES.get(self.line or "", "unknown (neither design found)")
             lines.append(f"upstream line: {title}")
@@ -213,6 +227,7 @@ def doctor_report(
     from .installer import install, is_active, last_refusals
 
     mode = mode_from_env()
+    hook_before = hook_enabled()
     if mode != "off":
         register()
     importable = True
@@ -238,6 +253,7 @@ def doctor_report(
         editable=is_editable(),
         refusals=last_refusals(),
         line=targets.detect_line() if importable else None,
+        hook_by_doctor=hook_enabled() and not hook_before,
     )
     if spawn:
         report.worker = worker_check(prelude=prelude, env=env)
@@ -248,7 +264,15 @@ def doctor_main(argv: list[str] | None = None) -> int:
     """``trtllm-stream-fix doctor [--json] [--no-spawn] [--ledger] [--selftest [--source DIR]]
     [--fingerprint [--source DIR]]``;
     0 when active everywhere (with ``--selftest``: when every selftest stream passed)."""
-    parser = argparse.ArgumentParser(prog="trtllm-stream-fix doctor")
+    parser = argparse.ArgumentParser(
+        prog="trtllm-stream-fix doctor",
+        description="Is the fix installed, matching this TensorRT-LLM, and active everywhere? "
+        "Prints the TensorRT-LLM, openai and openai-harmony versions, the .pth hook, each "
+        "patch target (ok, missing or shape mismatch), whether the fix is active in this "
+        "interpreter and in a freshly spawned one (as an executor worker is), and a verdict "
+        "with what to do. Exit 0 when active everywhere. --selftest drives this TensorRT-LLM's "
+        "own processors, patched, with synthetic outputs.",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--no-spawn", action="store_true", help="skip the fresh-worker check")
     parser.add_argument("--ledger", action="store_true", help="also print the patch ledger")

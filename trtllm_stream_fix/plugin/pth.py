@@ -41,10 +41,12 @@ def default_site_dir() -> Path:
     return Path(sysconfig.get_paths()["purelib"])
 
 
-def installed_pth_paths() -> list[Path]:
-    """Our ``.pth`` files in the directories on ``sys.path`` (site dirs included)."""
+def installed_pth_paths(site_dir: str | Path | None = None) -> list[Path]:
+    """Our ``.pth`` file in ``site_dir``; by default, in the directories on ``sys.path``
+    (site dirs included)."""
+    entries = [str(site_dir)] if site_dir is not None else [str(default_site_dir()), *sys.path]
     seen, found = set(), []
-    for entry in [str(default_site_dir()), *sys.path]:
+    for entry in entries:
         path = Path(entry or ".") / PTH_NAME
         if path not in seen and path.is_file():
             seen.add(path)
@@ -73,7 +75,12 @@ def pth_main(argv: list[str] | None = None) -> int:
     """``trtllm-stream-fix plugin {install-pth,remove-pth,show-pth} [--site-dir DIR]``."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="trtllm-stream-fix plugin")
+    parser = argparse.ArgumentParser(
+        prog="trtllm-stream-fix plugin",
+        description="Install, remove or show the .pth file that loads the import hook in every "
+        "interpreter (executor and PostprocWorker processes included). The wheel installs it; "
+        "an editable install (pip install -e) needs install-pth.",
+    )
     parser.add_argument("action", choices=("install-pth", "remove-pth", "show-pth"))
     parser.add_argument("--site-dir", default=None, help="default: this interpreter's purelib")
     args = parser.parse_args(argv)
@@ -86,7 +93,9 @@ def pth_main(argv: list[str] | None = None) -> int:
             removed = remove_pth(args.site_dir)
             print("removed" if removed else "no .pth file found")
         else:
-            print("\n".join(str(p) for p in installed_pth_paths()) or "no .pth file found")
+            where = f" in {args.site_dir}" if args.site_dir is not None else ""
+            paths = installed_pth_paths(args.site_dir)
+            print("\n".join(str(p) for p in paths) or f"no .pth file found{where}")
     except OSError as exc:
         print(f"trtllm-stream-fix plugin {args.action}: {exc}", file=sys.stderr)
         return 1

@@ -160,8 +160,44 @@ def selftest(source: str | None = None, count: int = DEFAULT_COUNT) -> dict[str,
     return {"error": f"exit {proc.returncode}: {tail}"}
 
 
+def entry_problem(source: str | None) -> str | None:
+    """Why the selftest cannot start here, and what to do (None: it can start)."""
+    import importlib.util
+    from pathlib import Path
+
+    from ..testing.realstub import REAL_MODULES
+
+    if source:
+        files = [Path(source, *m.split(".")).with_suffix(".py") for m in REAL_MODULES]
+        missing = [f for f in files if not f.is_file()]
+        if missing:
+            return (
+                f"{source} is not a TensorRT-LLM source tree (no {missing[0]}): --source DIR "
+                f"(or {SOURCE_ENV}) names the root of a TensorRT-LLM checkout"
+            )
+        return None
+    try:
+        installed = importlib.util.find_spec("tensorrt_llm") is not None
+    except (ImportError, ValueError):
+        installed = False
+    if installed:
+        return None
+    return (
+        "TensorRT-LLM is not installed in this interpreter: run doctor --selftest with the "
+        "Python that runs trtllm-serve, or test a TensorRT-LLM source tree on CPU with "
+        f"--source DIR (or {SOURCE_ENV}=DIR)"
+    )
+
+
 def selftest_main(source: str | None, count: int, as_json: bool = False) -> int:
-    result = selftest(source or os.environ.get(SOURCE_ENV) or None, count)
+    source = source or os.environ.get(SOURCE_ENV) or None
+    problem = entry_problem(source)
+    if problem is not None:
+        if as_json:
+            print(json.dumps({"error": problem}, indent=2))
+        print(f"trtllm-stream-fix doctor --selftest: {problem}", file=sys.stderr)
+        return 2
+    result = selftest(source, count)
     print(json.dumps(result, indent=2) if as_json else verdict_text(result))
     return 0 if passed(result) else 1
 

@@ -16,6 +16,14 @@ from .bootstrap import register
 from .installer import StreamFixInstallError, mode_from_env
 
 UPSTREAM_CLI = "tensorrt_llm.commands.serve"
+NOT_INSTALLED = (
+    "trtllm-stream-fix serve --engine trtllm: TensorRT-LLM is not installed in this "
+    "interpreter. --engine trtllm runs trtllm-serve with the fix, so run it with the Python "
+    "that has TensorRT-LLM (e.g. inside the TensorRT-LLM container: pip install "
+    "trtllm-stream-fix there). Without TensorRT-LLM: --engine trtllm-source --source DIR serves "
+    "upstream's own openai_server from a source tree on CPU with a fake gpt-oss engine, and "
+    "--engine sim (the default) the simulated server.\n"
+)
 
 
 def run_trtllm_serve(argv: list[str]) -> int:
@@ -50,6 +58,6 @@ def serve_trtllm_main(argv: list[str] | None = None) -> int:
         return 3
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] == "tensorrt_llm":
-            sys.stderr.write("trtllm-stream-fix: TensorRT-LLM is not installed here\n")
+            sys.stderr.write(NOT_INSTALLED)
             return 2
         raise

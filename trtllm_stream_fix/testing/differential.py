@@ -17,6 +17,7 @@ import functools
 import json
 import random
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -308,12 +309,28 @@ def check_main(argv: Sequence[str] | None = None) -> int:
     from . import chat_baseline  # noqa: F401 - registers the "upstream" chat implementation
     from .chat_differential import run_chat_check
 
+    # A live bar on a terminal; otherwise (a log, a pipe) a line at the start and at the end.
+    live = console.is_terminal
+    started = time.monotonic()
+    if not live:
+        print(
+            f"check: {args.outputs} outputs, Responses then Chat Completions streams "
+            "(about 1.5 s of CPU per output, on one core) ...",
+            file=sys.stderr,
+            flush=True,
+        )
     outputs = list(mixed_outputs(args.outputs, args.seed))
-    with Progress(console=console, transient=args.json) as bar:
-        task = bar.add_task("streams", total=args.outputs)
+    with Progress(console=console, transient=args.json, disable=not live) as bar:
+        task = bar.add_task("Responses outputs", total=args.outputs)
         count, streams, tallies = run_check(outputs, progress=lambda: bar.advance(task))
-        chat_task = bar.add_task("chat streams", total=args.outputs)
+        chat_task = bar.add_task("chat outputs", total=args.outputs)
         _, chat_streams, chat = run_chat_check(outputs, progress=lambda: bar.advance(chat_task))
+    print(
+        f"check: {count} outputs, {streams} Responses and {chat_streams} chat streams per "
+        f"implementation in {time.monotonic() - started:.0f} s",
+        file=sys.stderr,
+        flush=True,
+    )
     ours = tallies["ours"]
     perfect = all(value == streams for value in ours.as_counts().values()) and ours.raised == 0
     chat_ours = chat["ours"]

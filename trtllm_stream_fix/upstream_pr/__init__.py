@@ -20,7 +20,9 @@ PROG = "trtllm-stream-fix upstream-pr"
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[1])
+    from ..helptext import plain
+
+    p = argparse.ArgumentParser(prog=PROG, description=plain(__doc__.split("\n\n")[1]))
     p.add_argument("--source", required=True, type=Path, help="TensorRT-LLM tree")
     p.add_argument("--out", required=True, type=Path, help="folder for the change set")
     p.add_argument("--check", action="store_true", help="apply to a copy and check it on CPU")

@@ -33,6 +33,8 @@ _SUPPORT_MODULES = {
     "trtllm_stream_fix.checker.responses": "checker",
     "trtllm_stream_fix.jsonlimits": "jsonlimits",
     "trtllm_stream_fix.checker.schema_compat": "schema_compat",
+    "trtllm_stream_fix.checker.findings": "findings",
+    "trtllm_stream_fix.checker.harmony_markup": "harmony_markup",
     "trtllm_stream_fix.testing.synthetic": "synthetic",
     "trtllm_stream_fix.testing.sdk_oracle": "sdk_oracle",
     "trtllm_stream_fix.testing.visible": "visible",

@@ -141,6 +141,8 @@ SUPPORT_FILES = (
     ("trtllm_stream_fix/testing/visible.py", "visible.py"),
     ("trtllm_stream_fix/checker/responses.py", "checker.py"),
     ("trtllm_stream_fix/checker/schema_compat.py", "schema_compat.py"),
+    ("trtllm_stream_fix/checker/findings.py", "findings.py"),
+    ("trtllm_stream_fix/checker/harmony_markup.py", "harmony_markup.py"),
     ("trtllm_stream_fix/jsonlimits.py", "jsonlimits.py"),
     ("trtllm_stream_fix/testing/streams.py", "streams.py"),
     ("trtllm_stream_fix/testing/engine_results.py", "engine_results.py"),
