@@ -33,6 +33,7 @@ ELSEWHERE: dict[str, str] = {
     "InjectedDisconnect": "sim.faults",
     "InvalidTransition": "checker.triton",
     "JSONLimitError": "jsonlimits",
+    "ProtocolRequiredError": "checker.client",
     "RequestError": "sim.errors",
     "SDKRejected": "testing.chat_oracle",
     "SSEDecodeError": "checker.sse_reader",

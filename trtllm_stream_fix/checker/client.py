@@ -43,6 +43,7 @@ from trtllm_stream_fix.checker.findings import Findings
 from trtllm_stream_fix.checker.responses import ResponsesStreamChecker
 from trtllm_stream_fix.checker.sse_reader import SSEEvent, SSELimits, SSEProtocolError, SSEReader
 from trtllm_stream_fix.checker.triton import TritonStreamChecker
+from trtllm_stream_fix.errors import StreamFixError
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
@@ -575,7 +576,7 @@ async def stream_triton(
     )
 
 
-class ProtocolRequiredError(ValueError):
+class ProtocolRequiredError(StreamFixError, ValueError):
     """A raw SSE body was given without its protocol."""
 
 

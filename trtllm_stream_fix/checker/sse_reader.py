@@ -21,7 +21,7 @@ import codecs
 import re
 from dataclasses import dataclass
 
-from ..core.errors import StreamFixError
+from ..errors import StreamFixError
 
 __all__ = [
     "SSEDecodeError",

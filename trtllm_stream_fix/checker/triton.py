@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import StreamFixError
+from ..errors import StreamFixError
 from .findings import Findings, FindingsView
 
 __all__ = [
