@@ -142,7 +142,7 @@ def test_doctor_tells_a_worker_with_the_hook_from_one_without(fixed, site_dir):
         prelude=f"import site; site.addsitedir({str(site_dir)!r})\n", env=_env()
     )
     assert with_hook.active_here and with_hook.worker["active"] and with_hook.ok
-    assert all(c.status == "ok" for c in with_hook.checks)
+    assert all(c.status in ("ok", "other-line") for c in with_hook.checks)
     text = with_hook.to_text()
     assert "fix active in a freshly spawned interpreter: yes" in text
     assert "openai-harmony" in text

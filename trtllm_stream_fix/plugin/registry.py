@@ -50,7 +50,7 @@ hands every engine response to; both lines call them as ``(rsp, args)``)
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from .targets import (
@@ -106,7 +106,6 @@ class Patch:
     optional: bool = False  # a version without the target has nothing to patch here
     carried: str | None = None  # how upstream-pr carries it (None: it does not)
     carried_if: str | None = None  # ... only where it edits this file of the tree
-    _bindings: tuple[str, ...] = field(init=False, repr=False, compare=False, default=())
 
     @property
     def module(self) -> str:
@@ -124,22 +123,19 @@ class Patch:
     @property
     def all_checks(self) -> tuple[Target, ...]:
         """``checks`` plus one binding check per alias (it must name upstream's object)."""
-        kind = "binding"
-        return (
-            *self.checks,
-            *(
-                Target(
-                    m,
-                    self.alias_attr or self.attr,
-                    kind=kind,
-                    optional=self.optional,
-                    source=self.module,
-                    source_attr=self.attr,
-                    line=self.checks[0].line,
-                )
-                for m in self.aliases
-            ),
+        aliases = (
+            Target(
+                m,
+                self.alias_attr or self.attr,
+                kind="binding",
+                optional=self.optional,
+                source=self.module,
+                source_attr=self.attr,
+                line=self.checks[0].line,
+            )
+            for m in self.aliases
         )
+        return (*self.checks, *aliases)
 
     def replacement_for(self, original: Any) -> Any:
         """What the target is rebound to (imports the replacement's module now)."""
