@@ -31,6 +31,8 @@ from typing import Any
 
 import pytest
 
+from trtllm_stream_fix.testing.realstub.drive_preclass import is_pre_class
+
 pytestmark = pytest.mark.cpu_only
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,8 +48,9 @@ def _sources() -> list[str]:
     return many + ([one] if one and one not in many else []) or [""]
 
 
-def _source(configured: str) -> tuple[Path | None, str]:
-    """The folder holding ``tensorrt_llm/serve/``, or None and why not."""
+def _source(configured: str, pre_class: bool = False) -> tuple[Path | None, str]:
+    """The folder holding ``tensorrt_llm/serve/`` of the line asked for (the pre-class line,
+    or one with ``ResponsesStreamingProcessor``), or None and why not."""
     if configured:
         root = Path(configured)
     else:
@@ -61,14 +64,22 @@ def _source(configured: str) -> tuple[Path | None, str]:
     missing = [m for m in REAL if not (serve / f"{m}.py").is_file()]
     if missing:
         return None, f"{root}/tensorrt_llm/serve lacks {', '.join(missing)}"
-    if "class ResponsesStreamingProcessor" not in (serve / "responses_utils.py").read_text():
-        return None, f"{root}: pre-class line (no ResponsesStreamingProcessor), no target here"
+    if is_pre_class(str(root)) != pre_class:
+        return None, (
+            f"{root}: the pre-class line (no ResponsesStreamingProcessor); "
+            "tests/test_plugin_real_preclass.py drives it"
+            if not pre_class
+            else f"{root}: not the pre-class line (tests/test_plugin_real.py drives it)"
+        )
     return root, ""
 
 
-def run_driver(module: str, configured: str, outputs: int, *extra: str) -> dict[str, Any]:
-    """Run ``python -m realstub.<module> ROOT OUTPUTS [EXTRA...]``; return its ``RESULT`` line."""
-    root, reason = _source(configured)
+def run_driver(
+    module: str, configured: str, outputs: int, *extra: str, pre_class: bool = False
+) -> dict[str, Any]:
+    """Run ``python -m realstub.<module> ROOT OUTPUTS [EXTRA...]`` on a tree of the line asked
+    for (else skip); return its ``RESULT`` line."""
+    root, reason = _source(configured, pre_class)
     if root is None:
         pytest.skip(reason)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(TESTS), str(REPO))))
