@@ -31,6 +31,8 @@ from typing import Any
 
 import pytest
 
+from trtllm_stream_fix.testing.realstub.drive_preclass import is_pre_class
+
 pytestmark = pytest.mark.cpu_only
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,8 +48,9 @@ def _sources() -> list[str]:
     return many + ([one] if one and one not in many else []) or [""]
 
 
-def _source(configured: str) -> tuple[Path | None, str]:
-    """The folder holding ``tensorrt_llm/serve/``, or None and why not."""
+def _source(configured: str, pre_class: bool = False) -> tuple[Path | None, str]:
+    """The folder holding ``tensorrt_llm/serve/`` of the line asked for (the pre-class line,
+    or one with ``ResponsesStreamingProcessor``), or None and why not."""
     if configured:
         root = Path(configured)
     else:
@@ -61,14 +64,22 @@ def _source(configured: str) -> tuple[Path | None, str]:
     missing = [m for m in REAL if not (serve / f"{m}.py").is_file()]
     if missing:
         return None, f"{root}/tensorrt_llm/serve lacks {', '.join(missing)}"
-    if "class ResponsesStreamingProcessor" not in (serve / "responses_utils.py").read_text():
-        return None, f"{root}: pre-class line (no ResponsesStreamingProcessor), no target here"
+    if is_pre_class(str(root)) != pre_class:
+        return None, (
+            f"{root}: the pre-class line (no ResponsesStreamingProcessor); "
+            "tests/test_plugin_real_preclass.py drives it"
+            if not pre_class
+            else f"{root}: not the pre-class line (tests/test_plugin_real.py drives it)"
+        )
     return root, ""
 
 
-def run_driver(module: str, configured: str, outputs: int, *extra: str) -> dict[str, Any]:
-    """Run ``python -m realstub.<module> ROOT OUTPUTS [EXTRA...]``; return its ``RESULT`` line."""
-    root, reason = _source(configured)
+def run_driver(
+    module: str, configured: str, outputs: int, *extra: str, pre_class: bool = False
+) -> dict[str, Any]:
+    """Run ``python -m realstub.<module> ROOT OUTPUTS [EXTRA...]`` on a tree of the line asked
+    for (else skip); return its ``RESULT`` line."""
+    root, reason = _source(configured, pre_class)
     if root is None:
         pytest.skip(reason)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(TESTS), str(REPO))))
@@ -113,11 +124,20 @@ def _optional(dotted: str) -> bool:
     return any(t.optional and t.dotted == dotted for t in registry.all_targets())
 
 
+def _pre_class(dotted: str) -> bool:
+    """A target of the pre-class line's design (absent on this line)."""
+    from trtllm_stream_fix.plugin import registry, targets
+
+    line = targets.PRE_CLASS_LINE
+    return any(t.line == line and t.dotted == dotted for t in registry.all_targets())
+
+
 def test_real_modules_match_the_recorded_shapes(real):
     bad = {
         name: status
         for name, (status, _) in real["checks"].items()
-        if status not in ("ok", "compatible") and not (status == "missing" and _optional(name))
+        if status not in ("ok", "compatible", "other-line")
+        and not (status == "missing" and _optional(name))
     }
     # openai_server is not imported: its streaming loop is emulated by the driver.
     assert bad == {
@@ -135,9 +155,10 @@ def test_install_patches_the_real_modules_and_uninstall_restores_them(real):
     # post-processors in postprocess_handlers (all or nothing); the complete Response model;
     # the non-streaming usage. A version without the guard (early-2026) has none to patch.
     absent = {name for name, status in statuses.items() if status == "absent"}
-    assert all(_optional(name) for name in absent), absent
-    loaded_absent = {name for name in absent if ".openai_server." not in name}
-    assert list(statuses.values()).count("patched") == 8 - len(loaded_absent)
+    lacking = {name for name in absent if not _pre_class(name)}  # the pre-class line's: absent
+    assert all(_optional(name) for name in lacking), lacking
+    loaded_lacking = {name for name in lacking if ".openai_server." not in name}
+    assert list(statuses.values()).count("patched") == 8 - len(loaded_lacking)
     assert statuses["tensorrt_llm.serve.responses_utils.ResponsesResponse"] == "patched"
     assert statuses["tensorrt_llm.serve.responses_utils._create_response"] == "patched"
     assert {status for _, status in real["uninstall"]} == {"restored"}
