@@ -276,7 +276,7 @@ def main(source: str, count: int) -> dict[str, Any]:
     stubbed = realstub.activate(source)
     from tensorrt_llm.serve import responses_utils
 
-    from trtllm_stream_fix.plugin import targets
+    from trtllm_stream_fix.plugin import registry, targets
     from trtllm_stream_fix.plugin.installer import install, is_active, uninstall
     from trtllm_stream_fix.testing.synthetic import generate_outputs
 
@@ -284,7 +284,7 @@ def main(source: str, count: int) -> dict[str, Any]:
     names = ("process_streaming_events", "create_response")
     originals = [getattr(responses_utils, n) for n in names]
     outputs = list(generate_outputs(count, seed=7))
-    checks = map(targets.check, targets.ALL_TARGETS)
+    checks = map(targets.check, registry.all_targets())
     result: dict[str, Any] = {
         "line": targets.detect_line(),
         "stubbed_third_party": stubbed,
