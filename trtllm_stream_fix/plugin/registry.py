@@ -661,9 +661,16 @@ def patches(group_name: str | None = None) -> tuple[Patch, ...]:
     return tuple(p for p in PATCHES if group_name is None or p.group == group_name)
 
 
-def bindings() -> tuple[str, ...]:
-    """Every dotted name the plugin rebinds, in the order ``install()`` reports them."""
-    return tuple(b for g in GROUPS for p in patches(g.name) for b in p.bindings)
+def bindings(line: str | None = None) -> tuple[str, ...]:
+    """Every dotted name the plugin rebinds, in the order ``install()`` reports them; with
+    ``line``, only those of patches for that module design (or for every design)."""
+    return tuple(
+        b
+        for g in GROUPS
+        for p in patches(g.name)
+        if line is None or p.checks[0].line in (None, line)
+        for b in p.bindings
+    )
 
 
 def all_targets() -> tuple[Target, ...]:

@@ -63,7 +63,9 @@ def _relevant() -> list[targets.Target]:
     return [
         t
         for t in registry.all_targets()
-        if t.module == targets.RESPONSES_UTILS and t.kind != "binding"
+        if t.module == targets.RESPONSES_UTILS
+        and t.kind != "binding"
+        and t.line != targets.PRE_CLASS_LINE  # upstream-pr edits the class line's module
     ]
 
 
