@@ -110,3 +110,19 @@ def usage_parity(outputs: list[Any]) -> Probe:
         [f"body usage == stream usage: {u['inline']}/{n} inline, {u['worker']}/{n} worker"],
         u,
     )
+
+
+def conversation_store(outputs: list[Any]) -> Probe:
+    """Upstream's ``ConversationHistoryStore`` binding: a response and its conversation
+    stored, loaded, continued and deleted through the plugin's store."""
+    import asyncio
+
+    from .conversation_store import check_round_trip
+
+    stats = asyncio.run(check_round_trip())
+    ok = not stats["examples"]
+    return _result(
+        ok,
+        [f"store: {stats['store']}", f"round trips: {stats['passed']}/{stats['checks']}"],
+        stats,
+    )

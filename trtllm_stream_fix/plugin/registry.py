@@ -149,6 +149,7 @@ PRE_CLASS = "pre-class"
 CHAT = "chat"
 RESPONSE_MODEL = "response"
 USAGE = "usage"
+STORE = "store"
 _PROBES = "trtllm_stream_fix.plugin.probes"
 
 GROUPS: tuple[Group, ...] = (
@@ -205,6 +206,18 @@ GROUPS: tuple[Group, ...] = (
         probe=f"{_PROBES}:usage_parity",
         line=CLASS_LINE,
     ),
+    Group(
+        STORE,
+        "Response store",
+        required=False,
+        when_off=(
+            "upstream's in-process store keeps 16 responses and 32 conversations: under load "
+            "previous_response_id and GET /v1/responses/{id} answer 404 for recent turns, and "
+            "replicas do not share stored responses"
+        ),
+        probe=f"{_PROBES}:conversation_store",
+        line=CLASS_LINE,
+    ),
 )
 
 _PROCESSOR_INIT = (
@@ -229,6 +242,15 @@ def _class_line(*args: Any, **kwargs: Any) -> Target:
 
 def _method(name: str, *shapes: Any, **kwargs: Any) -> Target:
     return _class_line(RESPONSES_UTILS, f"ResponsesStreamingProcessor.{name}", shapes, **kwargs)
+
+
+def _store_method(name: str, params: str) -> Target:
+    return _class_line(
+        RESPONSES_UTILS,
+        f"ConversationHistoryStore.{name}",
+        (shape(*RESPONSES_LINES, params=params),),
+        kind="coroutine",
+    )
 
 
 def _chat(module: str, name: str, **kwargs: Any) -> Target:
@@ -546,6 +568,41 @@ PATCHES: tuple[Patch, ...] = (
             "as a separate change"
         ),
         remove_when="upstream's non-streaming Harmony usage counts the analysis-channel tokens",
+    ),
+    Patch(
+        name="conversation-store",
+        target=f"{RESPONSES_UTILS}.ConversationHistoryStore",
+        replacement="trtllm_stream_fix.plugin.conversation_store:StoredConversationHistoryStore",
+        action="replaces",
+        group=STORE,
+        aliases=(OPENAI_SERVER,),
+        checks=(
+            _class_line(
+                RESPONSES_UTILS,
+                "ConversationHistoryStore.__init__",
+                (shape(*RESPONSES_LINES, params="self, resp_capacity=, max_conversations="),),
+                reads=(),
+            ),
+            _store_method("load_response", "self, resp_id"),
+            _store_method("store_response", "self, resp, resp_msgs=, prev_resp_id="),
+            _store_method("pop_response", "self, resp_id="),
+            _store_method("store_messages", "self, resp_id, msgs, prev_resp_id"),
+            _store_method("get_conversation_history", "self, resp_id"),
+        ),
+        why=(
+            "Upstream's ConversationHistoryStore keeps 16 responses and 32 conversations in one "
+            "process (least recently used): with 40 concurrent two-turn conversations turn 2 "
+            "got 404 in 24 of 38; responses stored on one replica are unknown to the others. "
+            "openai_server imports the class by name and creates it once per server."
+        ),
+        how=(
+            "Module global and openai_server binding rebound to a class with upstream's "
+            "methods (unknown keywords accepted) over trtllm_stream_fix.store: in-process "
+            "(10,000 records, 256 MiB) or Redis with TRTLLM_STREAM_FIX_STORE=redis://...; "
+            "the response is stored as upstream dumps it, Harmony messages as their dicts."
+        ),
+        upstream="none filed; upstream's store is in-process by design",
+        remove_when="upstream's response store is bounded by bytes and can be shared by replicas",
     ),
     Patch(
         name="pre-class-stream",

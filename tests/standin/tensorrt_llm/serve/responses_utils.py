@@ -479,6 +479,9 @@ class ConversationHistoryStore:
         conversation_id = self.response_to_conversation.get(resp_id)
         return list(self.conversations.get(conversation_id, [])) if conversation_id else []
 
+    async def pop_response(self, resp_id: str | None = None) -> bool:
+        return self.responses.pop(resp_id, None) is not None
+
 
 # ---------------------------------------------------------------------------------------
 # Streaming

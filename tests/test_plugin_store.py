@@ -1,0 +1,163 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The ``store`` patch group against the TensorRT-LLM stand-in: upstream's
+``ConversationHistoryStore`` replaced by one over ``trtllm_stream_fix.store`` (install,
+refuse, uninstall), Harmony conversations round-tripped, Redis shared and Redis down."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "standin"))
+import plugin_harness
+
+plugin_harness.use_standin()
+uninstalled = plugin_harness.uninstalled
+
+from openai_harmony import Author, Message, Role
+from tensorrt_llm.serve import openai_server, responses_utils
+
+from trtllm_stream_fix.plugin import installer as install_mod
+from trtllm_stream_fix.plugin.conversation_store import StoredConversationHistoryStore
+from trtllm_stream_fix.plugin.installer import install, uninstall
+from trtllm_stream_fix.store import MemoryStore, StoreError, open_store
+
+pytestmark = pytest.mark.cpu_only
+
+STORE = "tensorrt_llm.serve.responses_utils.ConversationHistoryStore"
+
+
+@pytest.fixture(autouse=True)
+def clean(uninstalled):
+    yield
+
+
+def _response(resp_id: str):
+    return responses_utils.ResponsesResponse.model_validate(
+        {
+            "id": resp_id,
+            "object": "response",
+            "created_at": 0,
+            "model": "m",
+            "status": "completed",
+            "output": [],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+        }
+    )
+
+
+async def _two_turns(store, first: str = "resp_1", second: str = "resp_2") -> list:
+    """Upstream's call order for two turns: messages before generation, then the response."""
+    user1 = Message.from_role_and_content(Role.USER, "hi")
+    answer1 = Message.from_role_and_content(Role.ASSISTANT, "hello").with_channel("final")
+    await store.store_messages(first, [user1], None)
+    await store.store_response(_response(first), [answer1], None)
+    before = await store.get_conversation_history(first)
+    user2 = Message.from_role_and_content(Role.USER, "again")
+    await store.store_messages(second, [*before, user2], first)
+    answer2 = Message.from_role_and_content(Role.ASSISTANT, "sure").with_channel("final")
+    await store.store_response(_response(second), [answer2], first)
+    return [user1, answer1, user2, answer2]
+
+
+def test_install_replaces_the_store_in_both_bindings_and_uninstall_restores_them():
+    original = responses_utils.ConversationHistoryStore
+    report = install()
+    assert {o.target: o.status for o in report.outcomes}[STORE] == "patched"
+    assert responses_utils.ConversationHistoryStore is StoredConversationHistoryStore
+    assert openai_server.ConversationHistoryStore is StoredConversationHistoryStore
+    assert install_mod.group_states()["store"] == "installed"
+    uninstall()
+    assert responses_utils.ConversationHistoryStore is original
+    assert openai_server.ConversationHistoryStore is original
+
+
+def test_a_store_of_another_shape_is_refused_and_the_rest_installs(monkeypatch, caplog):
+    original = responses_utils.ConversationHistoryStore
+
+    class Changed(original):
+        async def load_response(self, resp_id, include_deleted):  # a new required parameter
+            raise AssertionError("never called")
+
+    monkeypatch.setattr(responses_utils, "ConversationHistoryStore", Changed)
+    monkeypatch.setattr(openai_server, "ConversationHistoryStore", Changed)
+    with caplog.at_level(logging.WARNING, logger="trtllm_stream_fix.plugin"):
+        report = install()
+    statuses = {o.target: o.status for o in report.outcomes}
+    assert statuses.pop(STORE) == "refused"
+    assert "ConversationHistoryStore.load_response" in install_mod.last_refusals()["store"]
+    assert openai_server.ConversationHistoryStore is Changed
+    assert install_mod.is_active() and install_mod.group_states()["responses"] == "installed"
+
+
+def test_harmony_conversation_round_trips_and_delete_forgets_it():
+    store = StoredConversationHistoryStore(store=MemoryStore())
+
+    async def run():
+        expected = await _two_turns(store)
+        history = await store.get_conversation_history("resp_2")
+        loaded = await store.load_response("resp_2")
+        deleted = await store.pop_response("resp_2")
+        return expected, history, loaded, deleted, await store.load_response("resp_2")
+
+    expected, history, loaded, deleted, gone = asyncio.run(run())
+    assert [m.to_dict() for m in history] == [m.to_dict() for m in expected]
+    assert loaded.id == "resp_2" and deleted and gone is None
+
+
+def test_more_conversations_than_upstream_keeps_are_all_continued():
+    """Upstream keeps 16 responses: the 17th conversation back is forgotten there."""
+
+    async def run(store):
+        for n in range(40):
+            await _two_turns(store, f"resp_a{n}", f"resp_b{n}")
+        return [await store.load_response(f"resp_b{n}") is not None for n in range(40)]
+
+    assert all(asyncio.run(run(StoredConversationHistoryStore(store=MemoryStore()))))
+    upstream_like = asyncio.run(run(responses_utils.ConversationHistoryStore()))
+    assert all(upstream_like)  # the stand-in keeps everything: the figure is upstream's
+
+
+def test_two_servers_share_conversations_through_redis(redis_server):
+    url = f"{redis_server.url}?prefix=plugin-store-test:"
+    first, second = (StoredConversationHistoryStore(store=open_store(url)) for _ in range(2))
+
+    async def run():
+        await _two_turns(first, "resp_r1", "resp_r2")
+        history = await second.get_conversation_history("resp_r2")
+        loaded = await second.load_response("resp_r2")
+        deleted = await second.pop_response("resp_r2")
+        gone = await first.load_response("resp_r2")
+        for s in (first, second):
+            await s.store.close()
+        return history, loaded, deleted, gone
+
+    history, loaded, deleted, gone = asyncio.run(run())
+    assert [m.content[0].text for m in history] == ["hi", "hello", "again", "sure"]
+    assert loaded.id == "resp_r2" and deleted and gone is None
+
+
+def test_redis_down_raises_a_store_error_naming_the_store():
+    store = StoredConversationHistoryStore(store=open_store("redis://127.0.0.1:1/0?timeout=0.5"))
+
+    async def run():
+        try:
+            await store.load_response("resp_x")
+        finally:
+            await store.store.close()
+
+    with pytest.raises(StoreError, match="unavailable"):
+        asyncio.run(run())
+
+
+def test_env_selects_the_backend(monkeypatch):
+    monkeypatch.setenv("TRTLLM_STREAM_FIX_STORE", "memory://?capacity=3")
+    assert StoredConversationHistoryStore().store.capacity == 3
+    monkeypatch.delenv("TRTLLM_STREAM_FIX_STORE")
+    assert StoredConversationHistoryStore().store.capacity == 10_000

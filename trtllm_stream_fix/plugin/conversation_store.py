@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Upstream's ``ConversationHistoryStore`` interface over :mod:`trtllm_stream_fix.store`.
+
+Upstream keeps 16 responses and 32 conversations per process (least recently used), so
+under load ``previous_response_id`` and ``GET /v1/responses/{id}`` answer 404 for turns a
+client just made, and replicas never see each other's responses. This class keeps upstream's
+methods and signatures (unknown keywords accepted) and stores through ``open_store()``:
+``TRTLLM_STREAM_FIX_STORE`` unset, the in-process store (10,000 records, 256 MiB); set to
+``redis://HOST:PORT/DB``, Redis, shared by every replica.
+
+A record is the response as upstream dumps it and the conversation up to it (Harmony
+``Message`` objects as their dicts, chat messages as they are). The messages a request
+stores before its response exists (``store_messages``) wait in this process, bounded, until
+``store_response`` writes the record. A store that fails raises
+:class:`~trtllm_stream_fix.store.StoreError`; upstream's handler turns that into its error
+response (see docs/operators.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..store import ResponseStore, open_store
+
+PENDING_LIMIT = 10_000  # conversations of requests still generating, per process
+_HARMONY = "harmony"
+_CHAT = "chat"
+
+
+def _encode(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    out = []
+    for msg in messages:
+        if isinstance(msg, Mapping):
+            out.append({_CHAT: dict(msg)})
+        else:  # an openai_harmony Message
+            out.append({_HARMONY: msg.to_dict()})
+    return out
+
+
+def _decode(stored: Sequence[Mapping[str, Any]]) -> list[Any]:
+    if any(_HARMONY in m for m in stored):
+        from openai_harmony import Message
+    return [Message.from_dict(m[_HARMONY]) if _HARMONY in m else m[_CHAT] for m in stored]
+
+
+def _response_model() -> Any:
+    """The ResponsesResponse class upstream's responses_utils uses now (maybe patched)."""
+    return importlib.import_module("tensorrt_llm.serve.responses_utils").ResponsesResponse
+
+
+class StoredConversationHistoryStore:
+    """``ConversationHistoryStore`` backed by a :class:`ResponseStore` (see module doc)."""
+
+    def __init__(
+        self,
+        resp_capacity: int = 16,
+        max_conversations: int = 32,
+        store: ResponseStore | None = None,
+        **_: Any,
+    ) -> None:
+        # upstream's capacities are not used: the store's own bounds apply
+        self.response_capacity = resp_capacity
+        self.max_conversations = max_conversations
+        self.store = store or open_store()
+        self._pending: OrderedDict[str, list[Any]] = OrderedDict()
+
+    async def load_response(self, resp_id: str, **_: Any) -> Any:
+        stored = await self.store.get(resp_id)
+        return None if stored is None else _response_model().model_validate(stored)
+
+    async def store_response(
+        self,
+        resp: Any,
+        resp_msgs: Sequence[Any] | None = None,
+        prev_resp_id: str | None = None,
+        **_: Any,
+    ) -> None:
+        before = self._pending.pop(resp.id, None)
+        if before is None:
+            before = await self.get_conversation_history(prev_resp_id) if prev_resp_id else []
+        messages = [*before, *(resp_msgs or ())]
+        await self.store.put(resp.model_dump(mode="json"), _encode(messages))
+
+    async def pop_response(self, resp_id: str | None = None, **_: Any) -> bool:
+        if resp_id is None:  # upstream pops its oldest response: no such order here
+            return False
+        self._pending.pop(resp_id, None)
+        return await self.store.delete(resp_id)
+
+    async def store_messages(
+        self, resp_id: str, msgs: Sequence[Any], prev_resp_id: str | None = None, **_: Any
+    ) -> None:
+        """``msgs`` is the whole conversation up to the request (upstream's contract)."""
+        self._pending[resp_id] = list(msgs)
+        self._pending.move_to_end(resp_id)
+        while len(self._pending) > PENDING_LIMIT:
+            self._pending.popitem(last=False)
+
+    async def get_conversation_history(self, resp_id: str, **_: Any) -> list[Any]:
+        if resp_id in self._pending:
+            return list(self._pending[resp_id])
+        stored = await self.store.history(resp_id)
+        return _decode(stored) if stored else []
+
+
+_PROBE_RESPONSE = {
+    "id": "resp_trtllm_stream_fix_probe",
+    "object": "response",
+    "created_at": 0,
+    "model": "probe",
+    "status": "completed",
+    "output": [],
+    "parallel_tool_calls": True,
+    "tool_choice": "auto",
+    "tools": [],
+}
+
+
+async def check_round_trip() -> dict[str, Any]:
+    """The self-test's probe: openai_server's binding stores, continues, loads and deletes
+    one two-turn conversation through the configured store."""
+    server = importlib.import_module("tensorrt_llm.serve.openai_server")
+    examples: list[str] = []
+    store = server.ConversationHistoryStore()
+    name = getattr(getattr(store, "store", None), "name", type(store).__name__)
+    checks = [
+        ("openai_server binds the plugin's store", isinstance(store, StoredConversationHistoryStore)),
+    ]
+    if checks[0][1]:
+        try:
+            resp = _response_model().model_validate(_PROBE_RESPONSE)
+            user = {"role": "user", "content": "hi"}
+            answer = {"role": "assistant", "content": "hello"}
+            await store.store_messages(resp.id, [user], None)
+            await store.store_response(resp, [answer], None)
+            loaded = await store.load_response(resp.id)
+            checks.append(("response loaded as stored", loaded is not None and loaded.id == resp.id))
+            history = await store.get_conversation_history(resp.id)
+            checks.append(("conversation kept", history == [user, answer]))
+            checks.append(("deleted", await store.pop_response(resp.id)))
+            checks.append(("gone after delete", await store.load_response(resp.id) is None))
+        except Exception as exc:  # the probe reports, never raises
+            checks.append((f"store raised {type(exc).__name__}: {exc}", False))
+    examples = [what for what, ok in checks if not ok]
+    passed = len(checks) - len(examples)
+    return {"store": name, "checks": len(checks), "passed": passed, "examples": examples}
