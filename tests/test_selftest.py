@@ -43,6 +43,7 @@ def test_selftest_passes_on_the_installed_standin_and_exits_zero():
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     assert "verdict: PASS" in proc.stdout
     assert "strict checker passes: 12/12" in proc.stdout
+    assert "Response store: PASS" in proc.stdout and "round trips: 5/5" in proc.stdout
     assert len(proc.stdout.splitlines()) < 25  # one screen
 
 
@@ -100,6 +101,28 @@ def test_a_refused_optional_group_leaves_the_others_passing_and_exits_zero(tmp_p
     )
     assert "verdict: PASS; 1 optional group(s) off" in out
     assert "no Responses stream was run" not in out
+
+
+def test_a_store_of_another_shape_refuses_the_store_group_only(tmp_path):
+    standin = _edited_standin(
+        tmp_path,
+        "responses_utils",
+        "    async def pop_response(self, resp_id: str | None = None) -> bool:",
+        "    async def pop_response(self, resp_id: str, tenant: str) -> bool:",
+    )
+    proc = _doctor("--count", "4", standin=standin)
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr[-2000:]
+    assert "Response store: REFUSED (" in out and "pop_response" in out
+    assert "off: Response store: upstream's in-process store keeps 16 responses" in out
+    assert "verdict: PASS; 1 optional group(s) off" in out
+
+
+def test_an_unreachable_redis_store_fails_the_store_group(tmp_path):
+    proc = _doctor("--count", "4", TRTLLM_STREAM_FIX_STORE="redis://127.0.0.1:1/0?timeout=0.5")
+    out = proc.stdout
+    assert proc.returncode != 0, out
+    assert "Response store: FAIL" in out and "unavailable" in out, out
 
 
 def test_a_failing_stream_fails_its_group_and_names_the_stream(tmp_path):
