@@ -161,3 +161,18 @@ def test_env_selects_the_backend(monkeypatch):
     assert StoredConversationHistoryStore().store.capacity == 3
     monkeypatch.delenv("TRTLLM_STREAM_FIX_STORE")
     assert StoredConversationHistoryStore().store.capacity == 10_000
+
+
+def test_a_response_of_the_patched_model_loads_again():
+    """With the response-model group, the stored dump carries every OpenAI field (null where
+    unset): loading it must not trip the model's forbidden extras."""
+    install()
+    store = StoredConversationHistoryStore(store=MemoryStore())
+
+    async def run():
+        await _two_turns(store)
+        return await store.load_response("resp_2")
+
+    loaded = asyncio.run(run())
+    assert loaded.id == "resp_2"
+    assert isinstance(loaded, responses_utils.ResponsesResponse)

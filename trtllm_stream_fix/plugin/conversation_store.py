@@ -51,6 +51,14 @@ def _response_model() -> Any:
     return importlib.import_module("tensorrt_llm.serve.responses_utils").ResponsesResponse
 
 
+def _validate(stored: Mapping[str, Any]) -> Any:
+    """The stored dump as the model again: keys the model does not declare (the response
+    model's serializer adds OpenAI's fields as null) are left out, it forbids extras."""
+    model = _response_model()
+    names = {f.alias or n for n, f in model.model_fields.items()} | set(model.model_fields)
+    return model.model_validate({k: v for k, v in stored.items() if k in names})
+
+
 class StoredConversationHistoryStore:
     """``ConversationHistoryStore`` backed by a :class:`ResponseStore` (see module doc)."""
 
@@ -69,7 +77,7 @@ class StoredConversationHistoryStore:
 
     async def load_response(self, resp_id: str, **_: Any) -> Any:
         stored = await self.store.get(resp_id)
-        return None if stored is None else _response_model().model_validate(stored)
+        return None if stored is None else _validate(stored)
 
     async def store_response(
         self,
