@@ -80,9 +80,10 @@ def test_concurrent_conversations_lose_no_turn_with_the_store_group(tree, monkey
     with running_server(tree, plugin=True) as url:
         lost, started = _lost_turns(url, CONVERSATIONS)
     print(f"unpatched: {lost_upstream}/{started_upstream} lost; plugin: {lost}/{started} lost")
-    assert started == started_upstream == CONVERSATIONS
-    assert lost_upstream > 0  # upstream keeps 16 responses: the cause
-    assert lost == 0
+    # upstream keeps 16 responses: second turns get 404 (and, under this load, some first
+    # turns fail in its store too)
+    assert lost_upstream + (CONVERSATIONS - started_upstream) > 0
+    assert started == CONVERSATIONS and lost == 0
 
 
 def _tool_conversation(first: str, second: str) -> dict:
