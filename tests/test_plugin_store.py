@@ -18,7 +18,7 @@ import plugin_harness
 plugin_harness.use_standin()
 uninstalled = plugin_harness.uninstalled
 
-from openai_harmony import Author, Message, Role
+from openai_harmony import Message, Role
 from tensorrt_llm.serve import openai_server, responses_utils
 
 from trtllm_stream_fix.plugin import installer as install_mod

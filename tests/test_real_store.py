@@ -13,34 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-from pathlib import Path
 
 import pytest
+from test_real_server import _trees  # the configured trees (skips with the reason)
 
 from trtllm_stream_fix.testing.realstub.serve_matrix import MODEL, WEATHER_TOOL, running_server
 
 pytestmark = pytest.mark.cpu_only
 
 CONVERSATIONS = int(os.environ.get("STORE_CONVERSATIONS", "200"))
-
-
-def _trees() -> list:
-    many = [p for p in os.environ.get("TRTLLM_SOURCE_DIRS", "").split(os.pathsep) if p]
-    one = os.environ.get("TRTLLM_SOURCE_DIR")
-    configured = many + ([one] if one and one not in many else [])
-    if not configured:
-        reason = "TRTLLM_SOURCE_DIR(S) not set: no TensorRT-LLM source tree to serve"
-        return [pytest.param(None, marks=pytest.mark.skip(reason=reason), id="no-source")]
-    return [
-        pytest.param(
-            tree,
-            marks=()
-            if (Path(tree) / "tensorrt_llm/serve/openai_server.py").is_file()
-            else pytest.mark.skip(reason=f"{tree}: no openai_server.py"),
-            id=Path(tree).name,
-        )
-        for tree in configured
-    ]
 
 
 @pytest.fixture(params=_trees())

@@ -135,7 +135,10 @@ async def check_round_trip() -> dict[str, Any]:
     store = server.ConversationHistoryStore()
     name = getattr(getattr(store, "store", None), "name", type(store).__name__)
     checks = [
-        ("openai_server binds the plugin's store", isinstance(store, StoredConversationHistoryStore)),
+        (
+            "openai_server binds the plugin's store",
+            isinstance(store, StoredConversationHistoryStore),
+        ),
     ]
     if checks[0][1]:
         try:
@@ -145,7 +148,9 @@ async def check_round_trip() -> dict[str, Any]:
             await store.store_messages(resp.id, [user], None)
             await store.store_response(resp, [answer], None)
             loaded = await store.load_response(resp.id)
-            checks.append(("response loaded as stored", loaded is not None and loaded.id == resp.id))
+            checks.append(
+                ("response loaded as stored", loaded is not None and loaded.id == resp.id)
+            )
             history = await store.get_conversation_history(resp.id)
             checks.append(("conversation kept", history == [user, answer]))
             checks.append(("deleted", await store.pop_response(resp.id)))
