@@ -36,11 +36,17 @@ def _lost_turns(url: str, count: int) -> tuple[int, int]:
 
     async def conversation(http: httpx.AsyncClient, n: int) -> bool | None:
         body = {"model": MODEL, "input": f"hi, seed {n}", "store": True}
-        first = await http.post(f"{url}/v1/responses", json=body)
+        try:
+            first = await http.post(f"{url}/v1/responses", json=body)
+        except httpx.TransportError:  # the server dropped the connection
+            return None
         if first.status_code != 200:
             return None
         body = {**body, "input": "and again", "previous_response_id": first.json()["id"]}
-        second = await http.post(f"{url}/v1/responses", json=body)
+        try:
+            second = await http.post(f"{url}/v1/responses", json=body)
+        except httpx.TransportError:
+            return False
         return second.status_code == 200
 
     async def go() -> list[bool | None]:
