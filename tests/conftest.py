@@ -10,9 +10,32 @@ from trtllm_stream_fix.encoding import load_gpt_oss_encoding
 from trtllm_stream_fix.testing import chat_baseline  # noqa: F401 - the "upstream" chat impl
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--validating",
+        action="store_true",
+        help="validate every model the core builds against its openai class (whole session)",
+    )
+
+
 def pytest_configure(config):
-    # Every model the core builds is validated against its openai class: type errors fail.
+    # The default is the production path (models built by raw setters, unvalidated);
+    # --validating checks every model against its openai class, so a type error fails.
+    fastmodel.validating(config.getoption("--validating"))
+
+
+@pytest.fixture(autouse=True)
+def _validating_marker(request):
+    """``@pytest.mark.validating``: that test runs with models validated, then restores."""
+    if request.node.get_closest_marker("validating") is None:
+        yield
+        return
+    was = fastmodel.is_validating()
     fastmodel.validating(True)
+    try:
+        yield
+    finally:
+        fastmodel.validating(was)
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.chat_chunks import format_chat_sse
+from ..core.chat_machine import ChatChunkMachine, ChatContext
 from ..core.config import DEFAULT_CONFIG
 from ..core.machine import ResponsesEventMachine
 from ..core.sse import format_sse
@@ -76,17 +78,36 @@ def dump(outputs: int = DEFAULT_OUTPUTS, seed: int = 0, *, encoding: Any = None)
         encoding = load_gpt_oss_encoding()
     streams: dict[str, list[str]] = {}
     for key, output, batches in _streams(outputs, seed):
-        context = new_context(response_id=f"resp_dump{len(streams)}", created_at=0, clock=lambda: 0)
-        machine = ResponsesEventMachine(context, config=DEFAULT_CONFIG, encoding=encoding)
-        events = machine.start()
-        for response in engine_responses(output, batches):
-            events += machine.feed(
-                response.token_ids_diff,
-                finished=response.finished,
-                finish_reason=response.finish_reason,
-            )
-        streams[key] = [format_sse(event) for event in events]
+        streams[key] = responses_frames(output, batches, encoding, f"resp_dump{len(streams)}")
     return {"versions": _versions(), "fields": schema_fields(), "streams": streams}
+
+
+def responses_frames(output: Any, batches: Any, encoding: Any, response_id: str) -> list[str]:
+    """The SSE frames of one Responses stream of ``output`` (clock fixed at 0)."""
+    context = new_context(response_id=response_id, created_at=0, clock=lambda: 0)
+    machine = ResponsesEventMachine(context, config=DEFAULT_CONFIG, encoding=encoding)
+    events = machine.start()
+    for response in engine_responses(output, batches):
+        events += machine.feed(
+            response.token_ids_diff,
+            finished=response.finished,
+            finish_reason=response.finish_reason,
+        )
+    return [format_sse(event) for event in events]
+
+
+def chat_frames(output: Any, batches: Any, encoding: Any, completion_id: str) -> list[str]:
+    """The SSE frames of one chat stream of ``output`` (usage included, ``created`` 0)."""
+    context = ChatContext(completion_id, "gpt-oss-20b", 0, include_usage=True)
+    machine = ChatChunkMachine(context, encoding=encoding)
+    frames = machine.start()
+    for response in engine_responses(output, batches):
+        frames += machine.feed(
+            response.token_ids_diff,
+            finished=response.finished,
+            finish_reason=response.finish_reason,
+        )
+    return [format_chat_sse(frame) for frame in frames]
 
 
 def _one_sided_fields(a: dict[str, list[str]], b: dict[str, list[str]]) -> frozenset[str]:
