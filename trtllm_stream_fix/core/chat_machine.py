@@ -120,7 +120,7 @@ class _Run:
     name: str | None = None
 
 
-class ChatChunkMachine(Turn):
+class ChatChunkMachine(Turn[Frame]):
     """Turns one gpt-oss generation into Chat Completions stream frames."""
 
     #: An unknown finish reason ends the stream with the text streamed so far.
@@ -195,7 +195,7 @@ class ChatChunkMachine(Turn):
     def _implicit_start(self, method: str) -> list[Any]:
         return self.start()  # the role chunk goes first
 
-    def _started(self) -> list[Any]:
+    def _started(self) -> list[Frame]:
         """The role chunk."""
         return [cc.role_chunk(self._header)]
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openai.types.responses import Response
+from openai.types.responses import Response, ResponseStreamEvent
 
 from . import events as ev
 from .config import DEFAULT_CONFIG, StreamConfig
@@ -54,7 +54,7 @@ from .response import build_response, typed_tools, usage
 from .turn import COMPLETED_REASONS, LifecycleError, OpenMessage, Stage, Turn, finish_status
 
 
-class ResponsesEventMachine(Turn):
+class ResponsesEventMachine(Turn[ResponseStreamEvent]):
     """Turns one gpt-oss generation into Responses stream events."""
 
     def __init__(
@@ -92,7 +92,7 @@ class ResponsesEventMachine(Turn):
         self.sequence_number = seq + 1
         return seq
 
-    def _started(self) -> list[Any]:
+    def _started(self) -> list[ResponseStreamEvent]:
         """``response.created`` and ``response.in_progress``."""
         snapshot = build_response(self.context, self._tools, [], status="in_progress")
         return [

@@ -34,7 +34,7 @@ import abc
 import enum
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .drivers import HarmonyDriver, new_driver
 from .errors import LifecycleError, StreamFixError
@@ -105,8 +105,11 @@ class OpenMessage:
         self.target: Any = None
 
 
-class Turn(abc.ABC):
-    """The shared skeleton of both machines (see the module docstring)."""
+Out = TypeVar("Out")
+
+
+class Turn(abc.ABC, Generic[Out]):
+    """The shared skeleton of both machines (see the module docstring); ``Out``: what they emit."""
 
     #: Whether the end of stream still closes the open message when the finish reason fails
     #: the turn (its settled text then belongs to the failed item).
@@ -132,7 +135,7 @@ class Turn(abc.ABC):
         """Whether the terminal output was emitted."""
         return self._stage is Stage.DONE
 
-    def start(self) -> list[Any]:
+    def start(self) -> list[Out]:
         """The opening output: NEW -> STREAMING."""
         if self._stage is not Stage.NEW:
             raise LifecycleError(f"start() in stage {self._stage.value!r}: a stream starts once")
@@ -145,7 +148,7 @@ class Turn(abc.ABC):
         *,
         finished: bool = False,
         finish_reason: str | None = None,
-    ) -> list[Any]:
+    ) -> list[Out]:
         """Output for one engine response (``token_ids`` = its ``token_ids_diff``).
 
         ``token_ids`` is any int sequence (list, tuple, numpy array). ``finished`` marks the
@@ -194,7 +197,7 @@ class Turn(abc.ABC):
             self._fail(f"internal error: {type(exc).__name__}: {exc}", out)
         return self._rendered(out)
 
-    def fail(self, message: str, code: str = "server_error") -> list[Any]:
+    def fail(self, message: str, code: str = "server_error") -> list[Out]:
         """End the turn now as failed (the open item incomplete)."""
         if self._stage is not Stage.STREAMING:
             if self._stage is Stage.DONE:
@@ -289,7 +292,7 @@ class Turn(abc.ABC):
     # -- rendering hooks ------------------------------------------------------------------
 
     @abc.abstractmethod
-    def _started(self) -> list[Any]:
+    def _started(self) -> list[Out]:
         """The opening output."""
 
     @abc.abstractmethod
@@ -312,6 +315,6 @@ class Turn(abc.ABC):
     def _failed(self, message: str, code: str, out: list[Any]) -> None:
         """The terminal output of a failed turn."""
 
-    def _rendered(self, out: list[Any]) -> list[Any]:
+    def _rendered(self, out: list[Any]) -> list[Out]:
         """``out`` as ``feed`` and ``fail`` return it."""
         return out

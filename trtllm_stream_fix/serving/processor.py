@@ -35,6 +35,7 @@ from ..core.response import ECHOED_REQUEST_FIELDS, request_echo
 from ..core.sse import format_sse
 from ..defaults import edge_defaults, new_context, system_clock
 from .disaggregated import context_counts
+from .upstream import UpstreamProcessor
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ def request_context(
     )
 
 
-def _response_context(processor: Any) -> ResponseContext:
+def _response_context(processor: UpstreamProcessor) -> ResponseContext:
     return request_context(
         processor.request,
         processor.sampling_params,
@@ -135,7 +136,7 @@ class HarmonyResponsesStream:
         state["_machine"] = state["_feed"] = None
         return state
 
-    def initial_responses(self, processor: Any) -> list[str]:
+    def initial_responses(self, processor: UpstreamProcessor) -> list[str]:
         """``response.created`` and ``response.in_progress`` as SSE frames (once)."""
         if self._machine is not None or self._closed:
             return []
@@ -144,7 +145,7 @@ class HarmonyResponsesStream:
         processor.sequence_number += len(events)
         return self._frames(events)
 
-    def process_output(self, processor: Any, res: Any) -> list[str]:
+    def process_output(self, processor: UpstreamProcessor, res: Any) -> list[str]:
         """The SSE frames for one engine response (the terminal event is held back)."""
         feed = self._feed
         if feed is None or res._done:
@@ -162,7 +163,7 @@ class HarmonyResponsesStream:
             return self._hold_terminal(events)
         return self._frames(events)
 
-    def _process_first_or_last(self, processor: Any, res: Any) -> list[str]:
+    def _process_first_or_last(self, processor: UpstreamProcessor, res: Any) -> list[str]:
         if self._closed or self._ended:
             return []  # the terminal event is decided: nothing goes out before it
         machine = self._machine_for(processor, res)
@@ -197,7 +198,7 @@ class HarmonyResponsesStream:
         return [format_sse(event) for event in events]
 
     def final_response(
-        self, processor: Any, final_res: Any, num_prompt_tokens: int | None = None
+        self, processor: UpstreamProcessor, final_res: Any, num_prompt_tokens: int | None = None
     ) -> tuple[str, Response | None]:
         """The terminal SSE frame and the final response (stored whatever its status).
 
@@ -219,7 +220,9 @@ class HarmonyResponsesStream:
         self._machine, self._terminal, self._closed, self._feed = None, [], True, None
         return frame, response
 
-    async def store(self, processor: Any, response: Response | None, final_res: Any) -> None:
+    async def store(
+        self, processor: UpstreamProcessor, response: Response | None, final_res: Any
+    ) -> None:
         """Store a streamed response and its Harmony messages as a non-streaming one is."""
         if not self._storing(processor, response):
             return
@@ -234,7 +237,9 @@ class HarmonyResponsesStream:
         except Exception:  # storing must never break the stream
             logger.exception("streamed response %s not stored", response.id)
 
-    def store_soon(self, processor: Any, response: Response | None, final_res: Any) -> None:
+    def store_soon(
+        self, processor: UpstreamProcessor, response: Response | None, final_res: Any
+    ) -> None:
         """``store`` from a synchronous caller on the event loop (the streaming loop's)."""
         if not self._storing(processor, response):
             return
@@ -247,11 +252,11 @@ class HarmonyResponsesStream:
         _PENDING_STORES.add(task)
         task.add_done_callback(_PENDING_STORES.discard)
 
-    def _server_response(self, processor: Any, response: Response) -> Any:
+    def _server_response(self, processor: UpstreamProcessor, response: Response) -> Any:
         return server_response(self._response_model, processor, response)
 
     @staticmethod
-    def _storing(processor: Any, response: Response | None) -> bool:
+    def _storing(processor: UpstreamProcessor, response: Response | None) -> bool:
         return (
             response is not None
             and bool(processor.enable_store)
@@ -259,7 +264,7 @@ class HarmonyResponsesStream:
             and processor.conversation_store is not None
         )
 
-    def _start(self, processor: Any) -> list[Any]:
+    def _start(self, processor: UpstreamProcessor) -> list[Any]:
         self._machine = ResponsesEventMachine(
             _response_context(processor),
             config=self._current_config(),
@@ -272,7 +277,7 @@ class HarmonyResponsesStream:
         config = self._config
         return config if isinstance(config, StreamConfig) else config()
 
-    def _machine_for(self, processor: Any, res: Any) -> ResponsesEventMachine:
+    def _machine_for(self, processor: UpstreamProcessor, res: Any) -> ResponsesEventMachine:
         if self._machine is None:
             # A copy in a post-processing worker: the server's copy sent the initial events.
             self._start(processor)
@@ -287,7 +292,7 @@ class HarmonyResponsesStream:
 _PENDING_STORES: set[asyncio.Task[None]] = set()  # keeps scheduled stores alive until done
 
 
-def server_response(model: Any, processor: Any, response: Response) -> Any:
+def server_response(model: Any, processor: UpstreamProcessor, response: Response) -> Any:
     """``response`` as the server's response model (what non-streaming stores).
 
     Built with the model's ``from_request`` from the request, sampling params, model name
