@@ -139,7 +139,7 @@ def tool_call_chunk(
     return _chunk(header, [_choice(construct(ChoiceDelta, tool_calls=[call]))])
 
 
-def finish_chunk(header: ChatHeader, finish_reason: str) -> ChatCompletionChunk:
+def finish_chunk(header: ChatHeader, finish_reason: str | None) -> ChatCompletionChunk:
     """The one chunk that carries ``finish_reason`` (empty delta)."""
     return _chunk(header, [_choice(construct(ChoiceDelta), finish_reason)])
 

@@ -39,12 +39,16 @@ from .chat_chunks import DONE, ChatHeader, ChatStreamError, Frame
 from .config import Parser, StreamConfig
 from .errors import ChatGenerationError
 from .facts import MessageOpened
-from .items import IdFactory, ItemKind
+from .items import IdFactory, ItemKind, Preambles
 from .turn import LifecycleError, OpenMessage, Stage, Turn, TurnError
 
 ChatPreambles = Literal["content", "reasoning", "drop"]
 ReasoningField = Literal["reasoning", "reasoning_content"]
-_TURN_PREAMBLES = {"content": "commentary", "reasoning": "reasoning", "drop": "drop"}
+_TURN_PREAMBLES: dict[str, Preambles] = {
+    "content": "commentary",
+    "reasoning": "reasoning",
+    "drop": "drop",
+}
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,7 @@ class ChatOptions:
 
         Preambles the Responses stream drops are dropped; the others go to ``content``.
         """
-        preambles = "drop" if config.preambles == "drop" else "content"
+        preambles: ChatPreambles = "drop" if config.preambles == "drop" else "content"
         return cls(preambles=preambles, parser=config.parser, **choices)
 
 
@@ -218,9 +222,11 @@ class ChatChunkMachine(Turn[Frame]):
     def _renderer(self, key: str | int) -> Callable[[str], Frame]:
         """The fast path's chunk for one token's text of the message feeding ``key``."""
         header, sent = self._header, self._sent
-        if type(key) is int:
-            return lambda text: cc.tool_call_chunk(header, key, sent(key, text), None, None)
-        return lambda text: cc.text_chunk(header, key, sent(key, text))
+        if isinstance(key, int):
+            index = key
+            return lambda text: cc.tool_call_chunk(header, index, sent(index, text), None, None)
+        field = key
+        return lambda text: cc.text_chunk(header, field, sent(field, text))
 
     def _text(self, message: OpenMessage, text: str, out: list[Any]) -> None:
         key = message.target
@@ -235,7 +241,7 @@ class ChatChunkMachine(Turn[Frame]):
 
     def _sent(self, key: str | int, text: str) -> str:
         """Record ``text`` as sent to ``key``; returns it with the separator it needs."""
-        if type(key) is int:
+        if isinstance(key, int):
             self._calls[key][2].append(text)
             return text
         if key in self._needs_separator:
@@ -274,7 +280,7 @@ class ChatChunkMachine(Turn[Frame]):
         for part in out:
             if type(part) is not _Run:
                 frames.append(part)
-            elif type(part.key) is int:
+            elif isinstance(part.key, int):
                 frames.append(
                     cc.tool_call_chunk(header, part.key, part.text, part.call_id, part.name)
                 )

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, TypeVar, cast, get_args
 
 Preambles = Literal["commentary", "drop"]
+C = TypeVar("C", bound=str)  # a Literal of choices
 LengthTerminal = Literal["incomplete", "completed"]
 Parser = Literal["fast", "reference"]
 PREAMBLES_ENV = "TRTLLM_STREAM_FIX_PREAMBLES"
@@ -51,7 +52,7 @@ class StreamConfig:
         )
 
 
-def env_choice(env: Mapping[str, str], name: str, kind: object, default: str) -> str:
+def env_choice(env: Mapping[str, str], name: str, kind: object, default: C) -> C:
     """The value of variable ``name`` in ``env``: one of the ``Literal`` ``kind``'s choices.
 
     The one reader of the ``TRTLLM_STREAM_FIX_*`` switches (``StreamConfig.from_env``, the
@@ -64,7 +65,7 @@ def env_choice(env: Mapping[str, str], name: str, kind: object, default: str) ->
     choices = get_args(kind)
     if value not in choices:
         raise ValueError(f"{name}={value!r} is not one of {', '.join(choices)}")
-    return value
+    return cast(C, value)  # one of the Literal's choices
 
 
 DEFAULT_CONFIG = StreamConfig()

@@ -35,6 +35,7 @@ from openai.types.responses.response_content_part_added_event import (
 from openai.types.responses.response_content_part_done_event import (
     PartReasoningText as DoneReasoningPart,
 )
+from pydantic import BaseModel
 
 from . import fastmodel
 from .fastmodel import construct, construct_complete
@@ -47,7 +48,7 @@ DELTA_TYPES = frozenset(
         "response.function_call_arguments.delta",
     )
 )
-LIFECYCLE = {
+LIFECYCLE: dict[str, type[BaseModel]] = {
     "response.created": ResponseCreatedEvent,
     "response.in_progress": ResponseInProgressEvent,
     "response.completed": ResponseCompletedEvent,

@@ -21,23 +21,28 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Final
 
 from openai_harmony import Role
 
 from .errors import HarmonyStreamError, TruncatedHeaderError
 
 
-class NotContent:
-    """``take_content``'s answer for a token that is not plain content of the open message."""
+class NotContent(enum.Enum):
+    """``take_content``'s answer for a token that is not plain content of the open message.
 
-    __slots__ = ()
+    An enum member, so ``is not NOT_CONTENT`` narrows the answer to the delta for the type
+    checker.
+    """
+
+    NOT_CONTENT = "NOT_CONTENT"
 
     def __repr__(self) -> str:
         return "NOT_CONTENT"
 
 
 #: The token needs ``feed`` (a header, a stop token, no open message, not in the vocabulary).
-NOT_CONTENT = NotContent()
+NOT_CONTENT: Final = NotContent.NOT_CONTENT
 
 
 class Phase(enum.Enum):

@@ -355,6 +355,7 @@ class FastHarmonyDriver:
         settled = self._pending.decode("utf-8", "replace") if self._pending else ""
         if settled:
             join_text(out, settled)
+        assert self._open is not None  # a close follows its open
         header, start = self._open
         self._closed.append((header, start, at if stop is None else at - 1))
         out.append(MessageClosed(stop, at, bool(settled)))

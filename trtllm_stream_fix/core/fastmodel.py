@@ -35,7 +35,7 @@ M = TypeVar("M", bound=BaseModel)
 
 _new = object.__new__
 _set = object.__setattr__
-Defaults = tuple[tuple[str, Any, Callable[[], Any] | None], ...]
+Defaults = tuple[tuple[str, Any, Callable[..., Any] | None], ...]
 _CLASSES: dict[type, tuple[Defaults, frozenset[str]]] = {}
 _validating = False
 
@@ -50,14 +50,14 @@ def is_validating() -> bool:
     return _validating
 
 
-def _validate(cls: type, values: dict[str, Any]) -> None:
+def _validate(cls: type[BaseModel], values: dict[str, Any]) -> None:
     try:
         cls.model_validate(for_installed_schema(values)[0])
     except ValidationError as exc:
         raise TypeError(f"{cls.__name__} built from invalid values: {exc}") from exc
 
 
-def _shape(cls: type) -> tuple[Defaults, frozenset[str]]:
+def _shape(cls: type[BaseModel]) -> tuple[Defaults, frozenset[str]]:
     """``cls``'s field defaults and field names (its schema built, once per class)."""
     found = _CLASSES.get(cls)
     if found is None:

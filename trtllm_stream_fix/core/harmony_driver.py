@@ -27,6 +27,7 @@ from __future__ import annotations
 import inspect
 import operator
 from collections.abc import Sequence
+from typing import Any
 
 from openai_harmony import (
     HarmonyEncoding,
@@ -120,7 +121,7 @@ class HarmonyDriver:
         # ``StreamableParser.process`` / ``last_content_delta`` only forward to ``_inner``
         # (openai-harmony 0.0.x); calling it directly saves two Python frames per token.
         inner = getattr(self._parser, "_inner", None)
-        self._inner = inner if _forwards(inner) else self._parser
+        self._inner: Any = inner if _forwards(inner) else self._parser
         # A parser built with a role starts inside the first message's header.
         self._phase = Phase.HEADER if role is not None else Phase.EXPECT_START
         self._messages: list[Message] = []

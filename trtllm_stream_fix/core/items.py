@@ -187,13 +187,13 @@ def build_item(record: ItemRecord, *, final: bool = True):
             phase=record.phase,
         )
     if kind is ItemKind.REASONING or kind is ItemKind.TOOL_CALL:
-        content = [construct(ReasoningContent, type="reasoning_text", text=text)]
+        reasoning = [construct(ReasoningContent, type="reasoning_text", text=text)]
         return construct(
             ResponseReasoningItem,
             id=record.item_id,
             type="reasoning",
             summary=[],
-            content=content if final else [],
+            content=reasoning if final else [],
             status=status,
         )
     if kind is ItemKind.FUNCTION_CALL:

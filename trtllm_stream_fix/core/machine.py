@@ -122,12 +122,15 @@ class ResponsesEventMachine(Turn[ResponseStreamEvent]):
         message.target = record
         message.render = ev.delta_builder(record, self)
         out.append(ev.item_added(record, self._next()))
-        if message.spec.content_part:
+        spec = message.spec
+        assert spec is not None  # set when the message opened
+        if spec.content_part:
             out.append(ev.part_added(record, self._next()))
         return record
 
     def _closed(self, message: OpenMessage, status: str, out: list[Any]) -> None:
         spec = message.spec
+        assert spec is not None  # set when the message opened
         text = "".join(message.chunks)
         record = message.target
         if record is None:  # announced at message end, its text in one delta

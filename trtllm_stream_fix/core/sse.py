@@ -24,7 +24,7 @@ def event_to_dict(event: Any) -> dict[str, Any]:
 _ALIASED: dict[type, bool] = {}
 
 
-def _has_aliases(cls: type) -> bool:
+def _has_aliases(cls: type[BaseModel]) -> bool:
     found = _ALIASED.get(cls)
     if found is None:
         found = any(f.alias not in (None, name) for name, f in cls.model_fields.items())

@@ -34,7 +34,7 @@ import abc
 import enum
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from .drivers import HarmonyDriver, new_driver
 from .errors import LifecycleError, StreamFixError
@@ -43,6 +43,7 @@ from .facts import (
     ContentDelta,
     Fact,
     HarmonyStreamError,
+    MessageClosed,
     MessageOpened,
     TruncatedHeaderError,
 )
@@ -161,6 +162,7 @@ class Turn(abc.ABC, Generic[Out]):
         else:
             out = []
         driver = self._driver
+        assert driver is not None  # released only at DONE
         try:
             if not finished and len(token_ids) == 1:
                 text = driver.take_content(token_ids[0])
@@ -168,6 +170,7 @@ class Turn(abc.ABC, Generic[Out]):
                     # One content token per engine response (stream_interval 1): no facts.
                     if text:
                         message = self._message
+                        assert message is not None  # content tokens belong to an open message
                         message.chunks.append(text)
                         render = message.render
                         if render is not None:
@@ -188,8 +191,8 @@ class Turn(abc.ABC, Generic[Out]):
                 self._finish(status, finish_reason, out)
         except HarmonyStreamError as exc:
             # The offending token counts; tokens after it were never parsed.
-            message = f"invalid Harmony token sequence: {exc}"
-            self._fail(message, out, output_tokens=exc.token_index + 1)
+            reason = f"invalid Harmony token sequence: {exc}"
+            self._fail(reason, out, output_tokens=exc.token_index + 1)
         except TurnError as exc:
             self._fail(str(exc), out)
         except Exception as exc:
@@ -218,13 +221,15 @@ class Turn(abc.ABC, Generic[Out]):
         for fact in facts:
             if type(fact) is ContentDelta:
                 message = self._message
+                assert message is not None  # a delta follows its MessageOpened
                 message.chunks.append(fact.text)
                 self._text(message, fact.text, out)
             elif type(fact) is MessageOpened:
                 self._open(fact, out)
             else:
-                status = "completed" if fact.stop_token is not None else eos_status
-                self._close(out, status, fact.at)
+                closed = cast(MessageClosed, fact)  # the one fact left
+                status = "completed" if closed.stop_token is not None else eos_status
+                self._close(out, status, closed.at)
 
     def _open(self, fact: MessageOpened, out: list[Any]) -> None:
         kind, phase = classify(fact.channel, fact.recipient, self._preambles, fact.role)
@@ -257,7 +262,9 @@ class Turn(abc.ABC, Generic[Out]):
     # -- terminal -------------------------------------------------------------------------
 
     def _finish(self, status: str, finish_reason: str | None, out: list[Any]) -> None:
-        self._output_tokens = self._driver.tokens_fed
+        driver = self._driver
+        assert driver is not None  # released only at DONE
+        self._output_tokens = driver.tokens_fed
         if status == "failed":
             self._fail(f"generation ended with finish reason {finish_reason!r}", out)
             return
@@ -276,7 +283,9 @@ class Turn(abc.ABC, Generic[Out]):
 
         ``output_tokens`` defaults to the tokens the parser accepted.
         """
-        fed = self._driver.tokens_fed
+        driver = self._driver
+        assert driver is not None  # released only at DONE
+        fed = driver.tokens_fed
         self._output_tokens = fed if output_tokens is None else output_tokens
         try:
             self._close(out, "incomplete", fed)

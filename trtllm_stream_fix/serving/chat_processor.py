@@ -108,8 +108,9 @@ def stream_chunks(rsp: Any, args: Any, num_prompt_tokens: int | None = None) -> 
             _abort(rsp)
         counts = context_counts(rsp.outputs, getattr(args, "ctx_usage", None))
         for frame in frames:
-            if counts is not None and getattr(frame, "usage", None) is not None:
-                with_context_usage(frame.usage, counts)
+            usage = getattr(frame, "usage", None)
+            if counts is not None and usage is not None:
+                with_context_usage(usage, counts)
     return [format_chat_sse(frame) for frame in frames if frame is not DONE]
 
 

@@ -152,6 +152,7 @@ class HarmonyResponsesStream:
             return self._process_first_or_last(processor, res)
         # Every engine response but the first and the last (stream_interval 1: one per token).
         machine = self._machine
+        assert machine is not None  # built with _feed
         machine.sequence_number = processor.sequence_number  # the machine numbers on from it
         events = feed(res.outputs[0].token_ids_diff)
         processor.sequence_number = machine.sequence_number
@@ -224,7 +225,7 @@ class HarmonyResponsesStream:
         self, processor: UpstreamProcessor, response: Response | None, final_res: Any
     ) -> None:
         """Store a streamed response and its Harmony messages as a non-streaming one is."""
-        if not self._storing(processor, response):
+        if response is None or not self._storing(processor, response):
             return
         try:
             await processor.conversation_store.store_response(
@@ -241,7 +242,7 @@ class HarmonyResponsesStream:
         self, processor: UpstreamProcessor, response: Response | None, final_res: Any
     ) -> None:
         """``store`` from a synchronous caller on the event loop (the streaming loop's)."""
-        if not self._storing(processor, response):
+        if response is None or not self._storing(processor, response):
             return
         try:
             loop = asyncio.get_running_loop()
@@ -334,7 +335,7 @@ def with_engine_input(usage: Any, final_res: Any, num_prompt_tokens: int | None)
         usage.input_tokens_details.cached_tokens = context.cached_tokens
         return
     cached = getattr(final_res, "cached_tokens", None)
-    if isinstance(cached, numbers.Integral) and cached > 0:
+    if isinstance(cached, numbers.Integral) and int(cached) > 0:
         usage.input_tokens_details.cached_tokens = int(cached)
 
 
