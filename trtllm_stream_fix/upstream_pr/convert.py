@@ -26,6 +26,7 @@ _UPSTREAM_MODULES = {
     "trtllm_stream_fix.serving.processor": f"{PACKAGE}.processor",
     "trtllm_stream_fix.serving.chat_processor": f"{PACKAGE}.chat_processor",
     "trtllm_stream_fix.serving.disaggregated": f"{PACKAGE}.disaggregated",
+    "trtllm_stream_fix.serving.upstream": f"{PACKAGE}.upstream",
 }
 _SUPPORT_MODULES = {
     "_streams": "streams",

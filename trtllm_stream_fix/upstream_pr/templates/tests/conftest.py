@@ -14,6 +14,7 @@ from ..encoding import load_gpt_oss_encoding
 
 def pytest_configure(config: pytest.Config) -> None:
     """Every model the event machine builds is validated against its openai class."""
+    config.addinivalue_line("markers", "validating: models validated (on for every test here)")
     fastmodel.validating(True)
 
 
