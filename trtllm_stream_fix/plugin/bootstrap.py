@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib.abc
 import os
 import sys
-from typing import Any
+from typing import Any, cast
 
 WATCHED = (
     "tensorrt_llm.serve.responses_utils",
@@ -104,7 +104,8 @@ class PostImportFinder(importlib.abc.MetaPathFinder):
 
 
 def installed_finder() -> PostImportFinder | None:
-    return next((f for f in sys.meta_path if getattr(f, MARKER, False)), None)
+    found = next((f for f in sys.meta_path if getattr(f, MARKER, False)), None)
+    return cast("PostImportFinder | None", found)  # the marker is set by PostImportFinder only
 
 
 def hook_enabled() -> bool:

@@ -237,7 +237,7 @@ _CREATE_RESPONSE = (
 
 def _class_line(*args: Any, **kwargs: Any) -> Target:
     """A target of the class line (checks ``other-line`` on the pre-class line)."""
-    return Target(*args, line=CLASS_LINE, **kwargs)
+    return Target(*args, **{**kwargs, "line": CLASS_LINE})
 
 
 def _method(name: str, *shapes: Any, **kwargs: Any) -> Target:

@@ -53,11 +53,9 @@ _Upstream: Any = upstream_class(_responses_utils.ResponsesResponse)
 #: OpenAI's fields upstream's model lacks, added as optional fields (so upstream code that
 #: sets one, such as ``incomplete_details`` on a length cut, works on every model version).
 ADDED_FIELDS = tuple(name for name in OPENAI_RESPONSE_FIELDS if name not in _Upstream.model_fields)
+_ADDED: dict[str, Any] = {name: (Any, None) for name in ADDED_FIELDS}
 _WithOpenAIFields: Any = create_model(
-    "_WithOpenAIFields",
-    __base__=_Upstream,
-    __module__=__name__,
-    **{name: (Any, None) for name in ADDED_FIELDS},
+    "_WithOpenAIFields", __base__=_Upstream, __module__=__name__, **_ADDED
 )
 _WithOpenAIFields.__trtllm_stream_fix__ = True  # peeled off by targets.upstream_class
 

@@ -225,7 +225,7 @@ def drift(target: Target, found: str) -> str:
 
 def shape_of(func: Any) -> str:
     """The normalised parameter list of ``func`` (see the module docstring)."""
-    parts = []
+    parts: list[str] = []
     for param in inspect.signature(func).parameters.values():
         if param.kind is param.KEYWORD_ONLY and not any(p.startswith("*") for p in parts):
             parts.append("*")
