@@ -86,28 +86,26 @@ def responses_frames(output: Any, batches: Any, encoding: Any, response_id: str)
     """The SSE frames of one Responses stream of ``output`` (clock fixed at 0)."""
     context = new_context(response_id=response_id, created_at=0, clock=lambda: 0)
     machine = ResponsesEventMachine(context, config=DEFAULT_CONFIG, encoding=encoding)
-    events = machine.start()
-    for response in engine_responses(output, batches):
-        events += machine.feed(
-            response.token_ids_diff,
-            finished=response.finished,
-            finish_reason=response.finish_reason,
-        )
-    return [format_sse(event) for event in events]
+    return [format_sse(event) for event in _streamed(machine, output, batches)]
 
 
 def chat_frames(output: Any, batches: Any, encoding: Any, completion_id: str) -> list[str]:
     """The SSE frames of one chat stream of ``output`` (usage included, ``created`` 0)."""
     context = ChatContext(completion_id, "gpt-oss-20b", 0, include_usage=True)
     machine = ChatChunkMachine(context, encoding=encoding)
-    frames = machine.start()
+    return [format_chat_sse(frame) for frame in _streamed(machine, output, batches)]
+
+
+def _streamed(machine: Any, output: Any, batches: Any) -> list[Any]:
+    """Everything ``machine`` emits for ``output`` split into engine responses by ``batches``."""
+    emitted = machine.start()
     for response in engine_responses(output, batches):
-        frames += machine.feed(
+        emitted += machine.feed(
             response.token_ids_diff,
             finished=response.finished,
             finish_reason=response.finish_reason,
         )
-    return [format_chat_sse(frame) for frame in frames]
+    return emitted
 
 
 def _one_sided_fields(a: dict[str, list[str]], b: dict[str, list[str]]) -> frozenset[str]:
