@@ -142,7 +142,15 @@ def test_doctor_tells_a_worker_with_the_hook_from_one_without(fixed, site_dir):
         prelude=f"import site; site.addsitedir({str(site_dir)!r})\n", env=_env()
     )
     assert with_hook.active_here and with_hook.worker["active"] and with_hook.ok
-    assert all(c.status in ("ok", "other-line") for c in with_hook.checks)
+    # The store replacement takes keywords upstream's class lacks (a backend, unknown ones
+    # forwarded): once installed, its methods read as a compatible drift of the recorded shapes.
+    odd = [
+        (c.target.path, c.status)
+        for c in with_hook.checks
+        if c.status not in ("ok", "other-line")
+        and not (c.target.path.startswith("ConversationHistoryStore.") and c.status == "compatible")
+    ]
+    assert not odd, odd
     text = with_hook.to_text()
     assert "fix active in a freshly spawned interpreter: yes" in text
     assert "openai-harmony" in text

@@ -52,9 +52,12 @@ def _response_model() -> Any:
 
 
 def _validate(stored: Mapping[str, Any]) -> Any:
-    """The stored dump as the model again: keys the model does not declare (the response
-    model's serializer adds OpenAI's fields as null) are left out, it forbids extras."""
+    """The stored dump as the model again. A model that forbids extras (upstream's) gets only
+    the keys it declares (the response model's serializer adds OpenAI's fields as null); one
+    that allows them gets them back as they were dumped."""
     model = _response_model()
+    if model.model_config.get("extra") == "allow":  # extras were dumped as such: keep them
+        return model.model_validate(dict(stored))
     names = {f.alias or n for n, f in model.model_fields.items()} | set(model.model_fields)
     return model.model_validate({k: v for k, v in stored.items() if k in names})
 

@@ -7,7 +7,7 @@ import time
 import uuid
 from typing import Any, Literal
 
-from openai.types.responses import FunctionTool, ResponseUsage
+from openai.types.responses import FunctionTool, ResponseOutputItem, ResponseUsage
 from openai.types.shared import Reasoning
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,7 +54,7 @@ class ResponsesResponse(OpenAIBaseModel):
     created_at: int
     model: str
     object: Literal["response"] = "response"
-    output: list[Any]
+    output: list[ResponseOutputItem]  # as upstream's: a stored dump loads back into items
     status: str
     usage: ResponseUsage | None = None
     instructions: str | None = None
