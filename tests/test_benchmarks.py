@@ -292,6 +292,32 @@ def test_serve_load_counts_the_turns_a_small_store_loses(tmp_path: Path) -> None
     assert "previous_response_not_found" in row["first_problem"]
 
 
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+def test_store_cost_replays_the_servers_store_calls(tmp_path: Path, backend, request) -> None:
+    """``store_cost.py``: the calls a turn makes (a first turn a ping and a put, a later one
+    a history read and a put), for every conversation, each read checked."""
+    url = "memory"
+    if backend == "redis":
+        url = f"{request.getfixturevalue('redis_server').url}?prefix=bench{os.getpid()}:"
+    proc = run_script("store_cost.py", "--quick", "--json", "--store", url, "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (row,) = json.loads(proc.stdout)["rows"]
+    assert (row["conversations"], row["turns_per_conversation"], row["turns"]) == (8, 2, 16)
+    assert (row["checked"], row["wrong"]) == (8, 0)
+    calls = {name: c["calls"] for name, c in row["per_call"].items()}
+    assert calls == {"ping": 8, "history": 8, "put": 16}
+    assert 0 < row["store_turn_p50_ms"] <= row["store_turn_p99_ms"] <= row["store_turn_max_ms"]
+
+
+def test_store_cost_fails_when_a_read_misses_what_was_put(tmp_path: Path) -> None:
+    """A store that forgets (one record kept) fails the run: its reads are checked."""
+    args = ("--quick", "--json", "--store", "memory://?capacity=1", "--out", str(tmp_path))
+    proc = run_script("store_cost.py", *args)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (row,) = json.loads(proc.stdout)["rows"]
+    assert row["wrong"] >= 1
+
+
 _HEADER = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 
 

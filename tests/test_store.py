@@ -187,6 +187,47 @@ def test_redis_records_carry_the_ttl_and_prefix(redis_server):
     client.close()
 
 
+def test_a_full_redis_is_a_store_error_and_writes_nothing(redis_server):
+    """A Redis at ``maxmemory`` with ``noeviction`` refuses the whole put: no key of the
+    record is written (the put is one script, atomic), and the error says why."""
+    import redis
+
+    prefix = f"full{os.getpid()}:"
+    client = redis.Redis(port=redis_server.port)
+    used = client.info("memory")["used_memory"]
+    client.config_set("maxmemory-policy", "noeviction")
+    client.config_set("maxmemory", used + 1024)
+    try:
+        big = _response(1, text="x" * 200_000)
+        with pytest.raises(StoreError, match="maxmemory") as caught:
+            _run(f"{redis_server.url}?prefix={prefix}", lambda s: s.put(big, _messages(1)))
+        assert not isinstance(caught.value, StoreUnavailable)
+        assert client.keys(f"{prefix}*") == []
+    finally:
+        client.config_set("maxmemory", 0)
+        client.close()
+
+
+def test_a_put_loads_its_script_again_after_redis_forgot_it(redis_server):
+    """A restarted Redis has no scripts: the put loads its script again (``NOSCRIPT``)."""
+    import redis
+
+    url = f"{redis_server.url}?prefix=flush{os.getpid()}:"
+    client = redis.Redis(port=redis_server.port)
+
+    async def steps(store):
+        await store.put(_response(1), _messages(1))
+        client.script_flush()
+        await store.put(_response(2), _messages(2))
+        return await store.get("resp_2"), await store.history("resp_2")
+
+    try:
+        response, history = _run(url, steps)
+        assert response == _response(2) and history == _messages(2)
+    finally:
+        client.close()
+
+
 def test_store_urls():
     memory = open_store("memory://?capacity=5&max_bytes=1000&ttl=9")
     assert isinstance(memory, MemoryStore)

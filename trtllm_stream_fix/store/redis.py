@@ -3,8 +3,9 @@
 
 Keys (``prefix`` default ``trtllm-stream-fix:``): ``{prefix}response:{id}`` (the response),
 ``{prefix}messages:{id}`` (its conversation), ``{prefix}item:{id}`` (each output item), JSON
-values, each with the store's TTL (default 30 days). A put is one MULTI/EXEC round trip, a
-read one command. Calls share a pool of ``max_connections`` connections (default 64; a call
+values, each with the store's TTL (default 30 days). A put is one round trip: a Lua script
+that sets every key of the record (atomic like MULTI/EXEC, at about half its cost per call in
+the client), a read one command. Calls share a pool of ``max_connections`` connections (default 64; a call
 waits up to ``timeout`` for a free one). Every call is bounded by ``timeout`` (connect and
 read, default 1 s) and retried once (a pooled connection a restarted Redis closed): a Redis
 that is down or slow is :class:`StoreUnavailable` within about two timeouts, never a hang.
@@ -34,6 +35,13 @@ DEFAULT_PREFIX = "trtllm-stream-fix:"
 DEFAULT_TIMEOUT_SECONDS = 1.0
 DEFAULT_MAX_CONNECTIONS = 64
 SCHEMES = ("redis", "rediss", "unix")
+#: Sets ``KEYS[i]`` to ``ARGV[i + 1]``, each expiring after ``ARGV[1]`` seconds.
+PUT_SCRIPT = """
+for i = 1, #KEYS do
+    redis.call('SET', KEYS[i], ARGV[i + 1], 'EX', ARGV[1])
+end
+return #KEYS
+"""
 INSTALL_HINT = "the Redis store needs the redis package: pip install 'trtllm-stream-fix[store]'"
 
 
@@ -82,6 +90,7 @@ class RedisStore(ResponseStore):
             retry=Retry(NoBackoff(), 1),
         )
         self._client = Redis(connection_pool=pool)
+        self._put = self._client.register_script(PUT_SCRIPT)
 
     @classmethod
     def from_url(cls, url: str) -> RedisStore:
@@ -118,13 +127,13 @@ class RedisStore(ResponseStore):
 
     async def put(self, response: Mapping[str, Any], messages: Sequence[Mapping[str, Any]]) -> None:
         response_id = response["id"]
+        keys = [self._key("response", response_id), self._key("messages", response_id)]
+        values = [encode(response), encode(messages)]
+        for item_id, item in output_items(response):
+            keys.append(self._key("item", item_id))
+            values.append(encode(item))
         with self._errors():
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.set(self._key("response", response_id), encode(response), ex=self.ttl)
-                pipe.set(self._key("messages", response_id), encode(messages), ex=self.ttl)
-                for item_id, item in output_items(response):
-                    pipe.set(self._key("item", item_id), encode(item), ex=self.ttl)
-                await pipe.execute()
+            await self._put(keys=keys, args=[self.ttl, *values])
 
     async def get(self, response_id: str) -> JSON | None:
         with self._errors():
