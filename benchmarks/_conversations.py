@@ -11,7 +11,10 @@ when the server measures them (the embedded server's ``--store-timings``), the s
 per turn: every store call a turn awaits (its reads, its put), summed, p50/p99/max.
 
 :class:`TimedStore` is that measurement: a store wrapper the embedded server puts around its
-store, which attributes each call to the asyncio task serving the request.
+store, which attributes each call to the asyncio task serving the request. Beside it,
+:func:`probe_loop` samples the server's event-loop cycle (how long an ``await`` of a ready
+result waits before its task runs again): a store call that awaits a socket waits at least
+one cycle, so on a busy server the store's wall time is mostly this wait, not the store.
 """
 
 from __future__ import annotations
@@ -51,6 +54,10 @@ class TimedStore(ResponseStore):
         self.name = inner.name
         self.calls: list[tuple[str, float]] = []
         self.turn_ms: list[float] = []
+        #: ``perf_counter`` time each put ended, and the event-loop cycle samples
+        #: (:func:`probe_loop`) as (time, ms).
+        self.put_ends: list[float] = []
+        self.loop_cycles: list[tuple[float, float]] = []
         self._pending: dict[int, float] = {}
 
     async def _timed(self, name: str, call: Any) -> Any:
@@ -64,6 +71,7 @@ class TimedStore(ResponseStore):
             self._pending[task] = self._pending.get(task, 0.0) + spent
             if name == "put":
                 self.turn_ms.append(self._pending.pop(task))
+                self.put_ends.append(time.perf_counter())
 
     async def put(self, response: Mapping[str, Any], messages: Sequence[Any]) -> None:
         await self._timed("put", self.inner.put(response, messages))
@@ -87,7 +95,23 @@ class TimedStore(ResponseStore):
         await self.inner.close()
 
     def report(self) -> dict[str, Any]:
-        return {"calls": self.calls, "turn_ms": self.turn_ms}
+        return {
+            "calls": self.calls,
+            "turn_ms": self.turn_ms,
+            "put_ends": self.put_ends,
+            "loop_cycles": self.loop_cycles,
+        }
+
+
+async def probe_loop(samples: list[tuple[float, float]], every_s: float = 0.01) -> None:
+    """Every ``every_s``, how long ``await asyncio.sleep(0)`` takes: one pass of the event
+    loop over the callbacks ready before this task's turn comes again."""
+    while True:
+        await asyncio.sleep(every_s)
+        start = time.perf_counter()
+        await asyncio.sleep(0)
+        end = time.perf_counter()
+        samples.append((end, (end - start) * 1e3))
 
 
 def after_warm_up(timings: Mapping[str, Any], warm_up_turns: int) -> dict[str, Any]:
@@ -96,7 +120,13 @@ def after_warm_up(timings: Mapping[str, Any], warm_up_turns: int) -> dict[str, A
     calls = timings["calls"]
     puts = [n for n, call in enumerate(calls) if call[0] == "put"]
     first = puts[warm_up_turns - 1] + 1 if warm_up_turns and len(puts) >= warm_up_turns else 0
-    return {"calls": calls[first:], "turn_ms": timings["turn_ms"][warm_up_turns:]}
+    ends = timings.get("put_ends") or []
+    since = ends[warm_up_turns - 1] if warm_up_turns and len(ends) >= warm_up_turns else 0.0
+    return {
+        "calls": calls[first:],
+        "turn_ms": timings["turn_ms"][warm_up_turns:],
+        "loop_cycles": [(t, ms) for t, ms in timings.get("loop_cycles") or () if t > since],
+    }
 
 
 @dataclass
@@ -117,6 +147,8 @@ class ConversationResult:
     store_turn_max_ms: float | None = None
     load_average: tuple[float, float, float] | None = None
     store_calls: dict[str, dict[str, float]] = field(default_factory=dict)
+    loop_cycle_p50_ms: float | None = None
+    loop_cycle_p99_ms: float | None = None
 
 
 def turn_body(model: str, conversation: int, turn: int, previous: Any) -> dict[str, Any]:
@@ -206,7 +238,8 @@ def summarize(
 
 
 def with_timings(row: ConversationResult, timings: Mapping[str, Any]) -> ConversationResult:
-    """``row`` with the server's store time per turn and per call (:class:`TimedStore`)."""
+    """``row`` with the server's store time per turn and per call (:class:`TimedStore`), and
+    its event-loop cycle (:func:`probe_loop`)."""
     per_turn = timings["turn_ms"]
     row.store_turn_p50_ms = round(percentile(per_turn, 50), 3)
     row.store_turn_p99_ms = round(percentile(per_turn, 99), 3)
@@ -222,6 +255,10 @@ def with_timings(row: ConversationResult, timings: Mapping[str, Any]) -> Convers
         }
         for name, ms in sorted(by_name.items())
     }
+    cycles = [ms for _, ms in timings.get("loop_cycles") or ()]
+    if cycles:
+        row.loop_cycle_p50_ms = round(percentile(cycles, 50), 3)
+        row.loop_cycle_p99_ms = round(percentile(cycles, 99), 3)
     return row
 
 
@@ -231,8 +268,8 @@ def markdown(rows: Sequence[ConversationResult]) -> str:
 
     lines = [
         "| store | conversations × turns | valid turns | lost | turns/s | turn p50 ms "
-        "| turn p99 ms | store ms / turn p50 | p99 | max | load avg |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| turn p99 ms | store ms / turn p50 | p99 | max | loop cycle ms p50 / p99 | load avg |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in rows:
         lines.append(
@@ -240,6 +277,7 @@ def markdown(rows: Sequence[ConversationResult]) -> str:
             f"| {r.valid}/{r.turns} | {r.lost} | {r.turns_per_s:.1f} | {fmt(r.turn_p50_ms, 1)} "
             f"| {fmt(r.turn_p99_ms, 1)} | {fmt(r.store_turn_p50_ms, 3)} "
             f"| {fmt(r.store_turn_p99_ms, 3)} | {fmt(r.store_turn_max_ms, 3)} "
+            f"| {fmt(r.loop_cycle_p50_ms, 3)} / {fmt(r.loop_cycle_p99_ms, 3)} "
             f"| {' / '.join(f'{x:.1f}' for x in r.load_average) if r.load_average else '–'} |"
         )
     return "\n".join(lines) + "\n"

@@ -6,12 +6,14 @@ uvicorn configuration and connection limits).
 
 python benchmarks/_sim_server.py --port 8123 --stream-interval 20 --generator ours
 python benchmarks/_sim_server.py --port 8123 --store redis://127.0.0.1:6379/0 \
-    --store-timings timings.json   # the store's time per turn, written when the server ends
+    --store-timings timings.json   # the store's time per turn and the event-loop cycle,
+                                  # written when the server ends
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from collections.abc import Sequence
@@ -59,6 +61,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.store_timings:
         # uvicorn re-raises the SIGTERM it shut down on: the file is written at shutdown.
         timed, path = store, args.store_timings
+        from _conversations import probe_loop
+
+        probes: list[asyncio.Task] = []
+        app.router.add_event_handler(
+            "startup", lambda: probes.append(asyncio.ensure_future(probe_loop(timed.loop_cycles)))
+        )
         app.router.add_event_handler(
             "shutdown", lambda: path.write_text(json.dumps(timed.report()))
         )

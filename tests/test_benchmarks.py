@@ -272,6 +272,8 @@ def test_serve_load_conversations_are_checked_and_the_store_timed(tmp_path: Path
     calls = {name: c["calls"] for name, c in row["store_calls"].items()}
     assert calls == {"ping": 2, "history": 4, "put": 6}
     assert 0 <= row["store_turn_p50_ms"] <= row["store_turn_p99_ms"] <= row["store_turn_max_ms"]
+    # The server's event loop was sampled while the conversations ran.
+    assert 0 < row["loop_cycle_p50_ms"] <= row["loop_cycle_p99_ms"]
     assert (tmp_path / "serve_load_conversations_memory.md").is_file()
 
 
