@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // A two-step tool loop through the Vercel AI SDK's OpenAI Responses provider
-// (tests/test_node_client.py).
+// (tests/cli/test_node_client.py).
 //
 //   node tests/node/ai_sdk_agent.mjs BASE_URL
 //

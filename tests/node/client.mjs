@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Streams from a server through the official OpenAI Node SDK (tests/test_node_client.py).
+// Streams from a server through the official OpenAI Node SDK (tests/cli/test_node_client.py).
 //
 //   node tests/node/client.mjs BASE_URL [N]
 //

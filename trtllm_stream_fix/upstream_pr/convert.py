@@ -60,10 +60,15 @@ class ConversionError(StreamFixError, ValueError):
 
 
 def module_name(path: Path) -> str:
-    """Our dotted module name of ``path`` (a top-level name for files under ``tests/``)."""
-    rel = path.resolve().relative_to(REPO).with_suffix("")
-    parts = rel.parts[1:] if rel.parts[0] == "tests" else rel.parts
-    return ".".join(parts)
+    """Our dotted module name of ``path`` (under ``tests/``, as pytest imports it: from the
+    nearest folder that is not a package)."""
+    path = path.resolve()
+    if path.relative_to(REPO).parts[0] != "tests":
+        return ".".join(path.relative_to(REPO).with_suffix("").parts)
+    root = path.parent
+    while (root / "__init__.py").is_file():
+        root = root.parent
+    return ".".join(path.relative_to(root).with_suffix("").parts)
 
 
 def _absolute(node: ast.ImportFrom, own: str, is_package: bool) -> str:

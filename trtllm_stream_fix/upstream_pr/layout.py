@@ -117,18 +117,18 @@ def module_placements() -> list[Placement]:
 
 
 TEST_FILES = (
-    ("tests/test_driver.py", "test_harmony_driver.py", None),
-    ("tests/test_machine.py", "test_responses_event_machine.py", None),
+    ("tests/core/test_driver.py", "test_harmony_driver.py", None),
+    ("tests/core/test_machine.py", "test_responses_event_machine.py", None),
     (
-        "tests/test_regressions.py",
+        "tests/core/test_regressions.py",
         "test_responses_harmony_regressions.py",
         "Regression tests for Harmony Responses streaming at any tokens per engine response.\n\n"
         "Each test pins one defect of the former generator, which fed a whole\n"
         "``token_ids_diff`` to the parser and read the last token's delta and state only.\n",
     ),
-    ("tests/test_chat_machine.py", "test_chat_chunk_machine.py", None),
+    ("tests/core/test_chat_machine.py", "test_chat_chunk_machine.py", None),
     (
-        "tests/test_chat_differential.py",
+        "tests/core/test_chat_differential.py",
         "test_chat_harmony_differential.py",
         "Harmony chat streams at any tokens per engine response.\n\n"
         "Every split equals the 1-token stream, the OpenAI SDK and the strict chat checker\n"

@@ -19,7 +19,7 @@ from trtllm_stream_fix.plugin.selftest import passed, verdict_text
 
 pytestmark = pytest.mark.cpu_only
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 STANDIN = REPO / "tests" / "standin"
 
 

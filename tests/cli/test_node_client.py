@@ -25,7 +25,7 @@ import pytest
 
 from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "tests" / "node" / "client.mjs"
 AI_SDK_AGENT = ROOT / "tests" / "node" / "ai_sdk_agent.mjs"
 PACKAGES = json.loads((ROOT / "tests" / "node" / "package.json").read_text())["dependencies"]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "standin"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "standin"))
 import plugin_harness as harness
 
 harness.use_standin()
@@ -34,7 +34,7 @@ from trtllm_stream_fix.testing.synthetic import named_output
 
 pytestmark = pytest.mark.cpu_only
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SCENARIO = "preamble_tool_call"
 
 

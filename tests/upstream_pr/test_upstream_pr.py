@@ -25,7 +25,7 @@ from trtllm_stream_fix.upstream_pr.lint import Tools, find_tools
 
 pytestmark = pytest.mark.cpu_only
 
-STANDIN_SERVE = Path(__file__).parent / "standin" / "tensorrt_llm" / "serve"
+STANDIN_SERVE = Path(__file__).parents[1] / "standin" / "tensorrt_llm" / "serve"
 L0_CPU = """\
 version: 0.0.1
 l0_cpu:

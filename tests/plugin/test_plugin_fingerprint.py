@@ -17,7 +17,7 @@ from trtllm_stream_fix.plugin import fingerprint, registry, versions
 
 pytestmark = pytest.mark.cpu_only
 
-STANDIN_SERVE = Path(__file__).parent / "standin" / "tensorrt_llm" / "serve"
+STANDIN_SERVE = Path(__file__).parents[1] / "standin" / "tensorrt_llm" / "serve"
 
 
 @pytest.fixture
@@ -73,7 +73,7 @@ def test_each_target_shows_the_shape_found_against_the_recorded_ones(tree):
 
 
 def test_the_lock_table_holds_the_documented_files():
-    doc = (Path(__file__).parents[1] / "docs" / "real-upstream.md").read_text()
+    doc = (Path(__file__).parents[2] / "docs" / "real-upstream.md").read_text()
     for row in versions.LOCK:
         assert row.sha256 in doc, row
         assert row.name in versions.PATCHED_FILES
@@ -81,7 +81,7 @@ def test_the_lock_table_holds_the_documented_files():
 
 def _census_rows() -> set[tuple[str, str, int, str]]:
     """(file, line, characters, sha256) of each fetched version in docs/upstream-versions.md."""
-    doc = (Path(__file__).parents[1] / "docs" / "upstream-versions.md").read_text()
+    doc = (Path(__file__).parents[2] / "docs" / "upstream-versions.md").read_text()
     rows = set()
     for row in doc.splitlines():
         cells = [c.strip().strip("`") for c in row.strip().strip("|").split("|")]

@@ -19,7 +19,7 @@ from trtllm_stream_fix.sim import EngineConfig, SimulatedEngine, create_app, ser
 from trtllm_stream_fix.sim.engine import SCENARIOS
 from trtllm_stream_fix.sim.schema_args import sample
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WEATHER = {
     "type": "function",
     "name": "get_weather",

@@ -25,7 +25,7 @@ from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
 from trtllm_stream_fix.sim.sdk_client import describe_failure
 from trtllm_stream_fix.testing.differential import Tally, _example, check_main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ from trtllm_stream_fix.testing.realstub.drive_preclass import is_pre_class
 
 pytestmark = pytest.mark.cpu_only
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TESTS = REPO / "tests"
 OUTPUTS = 100
 REAL = ("responses_utils", "harmony_adapter", "openai_protocol", "postprocess_handlers")
@@ -67,9 +67,9 @@ def _source(configured: str, pre_class: bool = False) -> tuple[Path | None, str]
     if is_pre_class(str(root)) != pre_class:
         return None, (
             f"{root}: the pre-class line (no ResponsesStreamingProcessor); "
-            "tests/test_plugin_real_preclass.py drives it"
+            "tests/upstream/test_plugin_real_preclass.py drives it"
             if not pre_class
-            else f"{root}: not the pre-class line (tests/test_plugin_real.py drives it)"
+            else f"{root}: not the pre-class line (tests/upstream/test_plugin_real.py drives it)"
         )
     return root, ""
 

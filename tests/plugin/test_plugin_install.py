@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "standin"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "standin"))
 import plugin_harness
 
 plugin_harness.use_standin()

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "standin"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "standin"))
 import plugin_harness as harness
 
 harness.use_standin()
@@ -42,7 +42,7 @@ from trtllm_stream_fix.testing.synthetic import generate_outputs, named_output
 
 pytestmark = pytest.mark.cpu_only
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TESTS = REPO / "tests"
 
 

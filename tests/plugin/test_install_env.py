@@ -22,7 +22,7 @@ import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 #: TensorRT-LLM's requirement lines for the packages our run time and extras share with it
 #: (``requirements.txt`` at commit 000867d9b1ad62f3de1e54e111c094da492a5626; its

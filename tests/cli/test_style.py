@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: The whole repository, as CONTRIBUTING runs it: the README's and docs' Python blocks too.
 PATHS = ["."]
 

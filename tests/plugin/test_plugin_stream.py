@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "standin"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "standin"))
 import plugin_harness as harness
 
 harness.use_standin()

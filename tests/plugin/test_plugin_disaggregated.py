@@ -5,7 +5,7 @@ worker's usage (``disaggregated_params.ctx_usage``) and the plugin reports its p
 cached tokens in the stream and the body, as upstream does; a context-only chat result (one
 token, finish reason ``not_finished``) is the orchestrator's hand-off, not an error.
 
-The real modules, over upstream's own server: ``tests/test_real_disagg.py``.
+The real modules, over upstream's own server: ``tests/upstream/test_real_disagg.py``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import numpy
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "standin"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "standin"))
 import plugin_harness as harness
 
 harness.use_standin()
