@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The version matrix of issue 11: one upstream tree, unpatched and with the plugin.
+"""The version matrix: one upstream tree, unpatched and with the plugin.
 
 ``python -m trtllm_stream_fix.testing.realstub.matrix SOURCE_DIR [COUNT]`` prints one
 ``RESULT <json>`` line of rows: workers (0 inline, 2 = two of upstream's real

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Upstream's own server over HTTP: unpatched vs plugin, the issue-11 table.
+"""Upstream's own server over HTTP: unpatched vs plugin, the version table.
 
 ``python -m trtllm_stream_fix.testing.realstub.serve_matrix SOURCE_DIR [COUNT]`` starts
 ``realstub.server`` (a fresh interpreter each; the plugin enters through its ``.pth``) for
