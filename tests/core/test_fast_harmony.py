@@ -25,6 +25,7 @@ from trtllm_stream_fix.core.harmony_driver import (
 )
 from trtllm_stream_fix.core.harmony_tokens import CALL, END, MESSAGE
 from trtllm_stream_fix.core.machine import ResponsesEventMachine
+from trtllm_stream_fix.testing.driver_messages import RecordingDriver
 from trtllm_stream_fix.testing.fuzz import SPECIALS, fuzz_output
 from trtllm_stream_fix.testing.hostile import hostile_output
 from trtllm_stream_fix.testing.parser_differential import (
@@ -224,18 +225,19 @@ def test_fast_path_never_touches_the_reference_parser(encoding, tokens, monkeypa
     monkeypatch.setattr("trtllm_stream_fix.core.harmony_driver.StreamableParser", Spy)
     monkeypatch.setattr(openai_harmony, "StreamableParser", Spy)
     driver = FastHarmonyDriver(encoding)
+    recorded = RecordingDriver(driver)
     batch = tokens(
         "<|channel|>analysis<|message|>Think é.<|end|><|start|>assistant<|channel|>commentary"
         ' to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}'
     )
     for i in range(0, len(batch) - 1, 3):
-        driver.feed(batch[i : min(i + 3, len(batch) - 1)])
-    driver.feed(batch[-1:] + [CALL])
-    driver.finish()
+        recorded.feed(batch[i : min(i + 3, len(batch) - 1)])
+    recorded.feed(batch[-1:] + [CALL])
+    recorded.finish()
     assert calls == [] and not driver.handed_over
-    reference = HarmonyDriver(encoding)
+    reference = RecordingDriver(HarmonyDriver(encoding))
     reference.feed(batch + [CALL])
-    assert driver.messages == reference.messages
+    assert recorded.messages == reference.messages != []
 
 
 def test_errors_are_the_reference_errors(encoding, tokens):
@@ -319,9 +321,10 @@ def test_messages_include_an_empty_message_closed_by_the_end_of_stream(encoding,
         parser.process(token)
     parser.process_eos()
     for driver in (HarmonyDriver(encoding), FastHarmonyDriver(encoding)):
-        driver.feed(batch)
-        driver.finish()
-        assert driver.messages == parser.messages != []
+        recorded = RecordingDriver(driver)
+        recorded.feed(batch)
+        recorded.finish()
+        assert recorded.messages == parser.messages != []
 
 
 def test_fast_is_the_default_parser(encoding):

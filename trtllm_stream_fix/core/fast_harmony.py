@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Batch Harmony driver: the reference driver's facts at a fraction of its per-token cost.
 
-``FastHarmonyDriver`` has ``HarmonyDriver``'s interface and produces exactly its facts,
-``messages`` and errors, but handles a whole engine response at once: the tokens that matter
+``FastHarmonyDriver`` has ``HarmonyDriver``'s interface and produces exactly its facts and
+errors, but handles a whole engine response at once: the tokens that matter
 (stop tokens in content, ``<|message|>`` in a header, ``<|start|>`` between messages) are
 found in one scan (numpy for long batches), each run of content tokens is decoded with one
 join over a token → bytes table built once per encoding, and headers are parsed here.
@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
-from openai_harmony import Author, HarmonyEncoding, Message, Role, TextContent
+from openai_harmony import HarmonyEncoding, Role
 
 from .facts import (
     NOT_CONTENT,
@@ -129,15 +129,6 @@ def _marks(tokens: list[int]) -> list[int]:
     return [i for i, t in enumerate(tokens) if t >= _FIRST_MARK or t < 0]
 
 
-def decoded_text(table: list[bytes], tokens: Sequence[int]) -> str:
-    """The parser's text for a message of content ``tokens``.
-
-    Every token's delta, then the bytes still pending at its end (U+FFFD where not valid UTF-8).
-    """
-    text, pending = decode_run(table, tokens, b"")
-    return text + pending.decode("utf-8", "replace")
-
-
 def _int_list(token_ids: Sequence[int]) -> list[int] | None:
     """``token_ids`` as a list of Python ints (numpy arrays and scalars accepted), or None."""
     if isinstance(token_ids, np.ndarray):
@@ -165,10 +156,7 @@ class FastHarmonyDriver:
         self._next_role: Role | None = role
         self._tokens: list[int] = []  # every token fed: replayed on a hand-over
         self._header: list[int] = []
-        self._open: tuple[HeaderFields, int] | None = None  # header, first content token
         self._pending = b""  # bytes of an unfinished UTF-8 sequence
-        self._closed: list[tuple[HeaderFields, int, int]] = []  # header, content start, end
-        self._messages: list[Message] = []
         self._header_cache: dict[tuple[bool, tuple[int, ...]], HeaderFields | None] = {}
         self._reference: HarmonyDriver | None = None
 
@@ -187,26 +175,6 @@ class FastHarmonyDriver:
     def handed_over(self) -> bool:
         """Whether the reference driver serves this request now."""
         return self._reference is not None
-
-    @property
-    def messages(self) -> list[Message]:
-        """Completed messages, equal to the reference parser's ``messages``."""
-        if self._reference is not None:
-            return self._reference.messages
-        built = self._messages
-        for header, start, end in self._closed[len(built) :]:
-            role, name, channel, recipient, content_type = header
-            text = decoded_text(self._table, self._tokens[start:end])
-            built.append(
-                Message(
-                    author=Author(role=role, name=name),
-                    content=[TextContent(text=text)],
-                    channel=channel,
-                    recipient=recipient,
-                    content_type=content_type,
-                )
-            )
-        return built
 
     def is_content_token(self, token: int) -> bool:
         """Whether ``token`` only adds text to the open message (``content_delta`` may take it)."""
@@ -344,7 +312,6 @@ class FastHarmonyDriver:
         if fields is None:
             raise _Unhandled
         self._next_role = None
-        self._open = (fields, at)
         self._pending = b""
         role, _name, channel, recipient, content_type = fields
         out.append(MessageOpened(channel, recipient, content_type, at, role))
@@ -355,11 +322,7 @@ class FastHarmonyDriver:
         settled = self._pending.decode("utf-8", "replace") if self._pending else ""
         if settled:
             join_text(out, settled)
-        assert self._open is not None  # a close follows its open
-        header, start = self._open
-        self._closed.append((header, start, at if stop is None else at - 1))
         out.append(MessageClosed(stop, at, bool(settled)))
-        self._open = None
         self._pending = b""
 
     def _text(self, run: list[int], out: list[Fact]) -> None:
@@ -396,6 +359,4 @@ class FastHarmonyDriver:
         self._reference = reference
         self._in_content = False  # is_content_token asks the reference from now on
         self._tokens = []
-        self._closed = []
-        self._messages = []
         return reference

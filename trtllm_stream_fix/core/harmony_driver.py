@@ -18,8 +18,7 @@ openai-harmony 0.0.4 (TensorRT-LLM's pin) drops the rest of a message's text aft
 invalid UTF-8 sequence, so what it streams would depend on where engine responses split.
 There (``compat.harmony_keeps_text_after_invalid_utf8`` is False) the parser still decides
 every message's structure and every error, but content text is decoded from the token bytes
-by 0.0.8's rules (``harmony_utf8.ContentDecoder``), for the deltas and ``messages`` alike;
-one line is logged.
+by 0.0.8's rules (``harmony_utf8.ContentDecoder``); one line is logged.
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ from openai_harmony import (
     Message,
     Role,
     StreamableParser,
-    TextContent,
 )
 
 from .compat import harmony_keeps_text_after_invalid_utf8, log_fallback
@@ -117,15 +115,12 @@ class HarmonyDriver:
         self._parser = new_parser(encoding, role, strict)
         # Content text decoded here rather than read from the parser (openai-harmony 0.0.4).
         self._decoder = content_decoder(encoding)
-        self._texts: list[str] = []  # with a decoder: each completed message's text
         # ``StreamableParser.process`` / ``last_content_delta`` only forward to ``_inner``
         # (openai-harmony 0.0.x); calling it directly saves two Python frames per token.
         inner = getattr(self._parser, "_inner", None)
         self._inner: Any = inner if _forwards(inner) else self._parser
         # A parser built with a role starts inside the first message's header.
         self._phase = Phase.HEADER if role is not None else Phase.EXPECT_START
-        self._messages: list[Message] = []
-        self._messages_stale = False
         self._tokens_fed = 0
         self._opened_at = 0  # tokens fed when the open message's header ended
         self._streamed = 0  # characters of the open message reported in deltas
@@ -138,14 +133,6 @@ class HarmonyDriver:
     def tokens_fed(self) -> int:
         """Tokens the parser accepted so far."""
         return self._tokens_fed
-
-    @property
-    def messages(self) -> list[Message]:
-        """Completed messages, equal to ``parser.messages`` (re-read only after a stop token)."""
-        if self._messages_stale:
-            self._messages = self._read_messages()
-            self._messages_stale = False
-        return self._messages
 
     def is_content_token(self, token: int) -> bool:
         """Whether ``token`` only adds text to the open message (``content_delta`` may take it)."""
@@ -214,8 +201,6 @@ class HarmonyDriver:
                             settled = self._settled(streamed)
                             if settled:
                                 pending.append(settled)
-                        else:
-                            self._close_empty()
                         if pending:
                             out.append(ContentDelta("".join(pending)))
                             pending = []
@@ -248,7 +233,6 @@ class HarmonyDriver:
         except HarmonyError as exc:
             # A header error resets the parser to EXPECT_START; content errors cannot occur.
             phase = Phase.EXPECT_START if phase is Phase.HEADER else phase
-            self._messages_stale = True
             raise HarmonyStreamError(f"{exc} (token {token} at position {fed})", fed) from exc
         except (OverflowError, TypeError, ValueError) as exc:
             message = f"token {token!r} at position {fed} is not a token id"
@@ -281,13 +265,10 @@ class HarmonyDriver:
             self._parser.process_eos()
         except HarmonyError as exc:
             raise TruncatedHeaderError(str(exc), self._tokens_fed) from exc
-        self._messages_stale = True
         if phase is Phase.CONTENT:
             settled = ""
             if self._tokens_fed > self._opened_at:
                 settled = self._settled(self._streamed)
-            else:
-                self._close_empty()
             if settled:
                 join_text(out, settled)
             out.append(MessageClosed(None, self._tokens_fed, bool(settled)))
@@ -298,33 +279,10 @@ class HarmonyDriver:
     def _settled(self, streamed: int) -> str:
         """The closed message's text beyond the ``streamed`` characters sent as deltas."""
         if self._decoder is not None:
-            settled, text = self._decoder.close()
-            self._texts.append(text)
-            self._messages = self._read_messages()
-            self._messages_stale = False
-            return settled
-        self._messages = messages = self._parser.messages
-        self._messages_stale = False
+            return self._decoder.close()
+        messages = self._parser.messages
         text = message_text(messages[-1]) if messages else ""
         return text[streamed:] if len(text) > streamed else ""
-
-    def _close_empty(self) -> None:
-        """A message without content tokens closed: its text is read on demand."""
-        if self._decoder is not None:
-            self._texts.append("")
-        self._messages_stale = True
-
-    def _read_messages(self) -> list[Message]:
-        """The parser's completed messages, with the decoder's text where there is one."""
-        messages = self._parser.messages
-        if self._decoder is None:
-            return messages
-        texts = self._texts
-        for i, message in enumerate(messages[: len(texts)]):
-            if message_text(message) != texts[i]:
-                content = [TextContent(text=texts[i])]
-                messages[i] = message.model_copy(update={"content": content})
-        return messages
 
     def _first_undecodable(self, token_ids: Sequence[int]) -> int | None:
         if not token_ids:

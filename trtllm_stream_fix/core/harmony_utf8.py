@@ -69,24 +69,19 @@ def decode_run(table: list[bytes], tokens: Sequence[int], pending: bytes) -> tup
 class ContentDecoder:
     """One message's content text, token by token (``push``), settled at its end (``close``)."""
 
-    __slots__ = ("_parts", "_pending", "_table")
+    __slots__ = ("_pending", "_table")
 
     def __init__(self, table: list[bytes]) -> None:
         self._table = table
         self._pending = b""
-        self._parts: list[str] = []
 
     def push(self, token: int) -> str:
         """The text ``token`` (an id in the table) adds; "" while a sequence is unfinished."""
         delta, self._pending = decode_run(self._table, (token,), self._pending)
-        if delta:
-            self._parts.append(delta)
         return delta
 
-    def close(self) -> tuple[str, str]:
-        """End the message: ``(text settled now, the message's whole text)``; then reset."""
+    def close(self) -> str:
+        """End the message: the text settled now (pending bytes, U+FFFD where invalid)."""
         settled = self._pending.decode("utf-8", "replace") if self._pending else ""
-        text = "".join(self._parts) + settled
         self._pending = b""
-        self._parts = []
-        return settled, text
+        return settled

@@ -3,10 +3,11 @@
 
 Both drivers get the same engine responses, fed the way the event machine feeds them (one
 content token through ``take_content``, anything else through ``feed``), and must agree
-after every response on the facts, the error (type, message, position), the phase and the
-completed messages, then on the end of stream. At the event level, the machine's streams
-with ``parser="fast"`` and ``parser="reference"`` must be equal event for event (ids
-aside) and in what the client sees.
+after every response on the deltas and facts (and so on the completed messages they
+describe, ``driver_messages``), the error (type, message, position) and the phase, then on
+the end of stream. At the event level, the machine's streams with ``parser="fast"`` and
+``parser="reference"`` must be equal event for event (ids aside) and in what the client
+sees.
 """
 
 from __future__ import annotations
@@ -50,8 +51,7 @@ def driver_trace(driver: Any, responses: Iterable[Any]) -> list[tuple[Any, ...]]
             trace.append(("facts", facts, driver.phase, driver.tokens_fed))
             trace.append(_error(exc))
             return trace
-        messages = [m.to_dict() for m in driver.messages]
-        trace.append(("facts", facts, driver.phase, driver.tokens_fed, messages))
+        trace.append(("facts", facts, driver.phase, driver.tokens_fed))
         if response.finished:
             facts = []
             try:
@@ -60,8 +60,7 @@ def driver_trace(driver: Any, responses: Iterable[Any]) -> list[tuple[Any, ...]]
                 trace.append(("finish", facts))
                 trace.append(_error(exc))
                 return trace
-            messages = [m.to_dict() for m in driver.messages]
-            trace.append(("finish", facts, driver.tokens_fed, messages))
+            trace.append(("finish", facts, driver.tokens_fed))
     return trace
 
 

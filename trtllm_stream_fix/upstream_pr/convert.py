@@ -38,6 +38,7 @@ _SUPPORT_MODULES = {
     "trtllm_stream_fix.checker.harmony_markup": "harmony_markup",
     "trtllm_stream_fix.testing.synthetic": "synthetic",
     "trtllm_stream_fix.testing.sdk_oracle": "sdk_oracle",
+    "trtllm_stream_fix.testing.driver_messages": "driver_messages",
     "trtllm_stream_fix.testing.visible": "visible",
     "trtllm_stream_fix.testing.streams": "streams",
     "trtllm_stream_fix.testing.engine_results": "engine_results",

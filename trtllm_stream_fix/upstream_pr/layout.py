@@ -137,6 +137,7 @@ TEST_FILES = (
 )
 SUPPORT_FILES = (
     ("trtllm_stream_fix/testing/synthetic.py", "synthetic.py"),
+    ("trtllm_stream_fix/testing/driver_messages.py", "driver_messages.py"),
     ("trtllm_stream_fix/testing/sdk_oracle.py", "sdk_oracle.py"),
     ("trtllm_stream_fix/testing/visible.py", "visible.py"),
     ("trtllm_stream_fix/checker/responses.py", "checker.py"),
