@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from openai.types.chat import (
     ChatCompletion,
@@ -65,16 +65,26 @@ DONE = _Done()
 Frame = ChatCompletionChunk | ChatStreamError | _Done
 
 
-def _chunk(header: ChatHeader, choices: list[Any], usage: Any = None) -> ChatCompletionChunk:
+Envelope = TypeVar("Envelope", ChatCompletionChunk, ChatCompletion)
+
+
+def _envelope(
+    cls: type[Envelope], obj: str, header: ChatHeader, choices: list[Any], usage: Any
+) -> Envelope:
+    """A chunk or a completion of ``header``'s completion: ``object`` is ``obj``."""
     return construct(
-        ChatCompletionChunk,
+        cls,
         id=header.completion_id,
-        object="chat.completion.chunk",
+        object=obj,
         created=header.created,
         model=header.model,
         choices=choices,
         usage=usage,
     )
+
+
+def _chunk(header: ChatHeader, choices: list[Any], usage: Any = None) -> ChatCompletionChunk:
+    return _envelope(ChatCompletionChunk, "chat.completion.chunk", header, choices, usage)
 
 
 def _choice(delta: ChoiceDelta, finish_reason: str | None = None) -> Choice:
@@ -195,15 +205,7 @@ def completion(
         CompletionChoice, index=0, message=message, finish_reason=finish_reason, logprobs=None
     )
     mark_set(choice, "logprobs")
-    return construct(
-        ChatCompletion,
-        id=header.completion_id,
-        object="chat.completion",
-        created=header.created,
-        model=header.model,
-        choices=[choice],
-        usage=usage,
-    )
+    return _envelope(ChatCompletion, "chat.completion", header, [choice], usage)
 
 
 # -- JSON and SSE -----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ validation would only cost time on the per-token path.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from openai.types.responses import (
@@ -104,68 +105,99 @@ def _part(record: ItemRecord, text: str, reasoning_class: type):
     return construct(reasoning_class, type="reasoning_text", text=text)
 
 
-def part_added(record: ItemRecord, seq: int):
+#: Each content-part event's class and the reasoning part class it carries.
+_PART_EVENTS: dict[str, tuple[type[BaseModel], type]] = {
+    "response.content_part.added": (ResponseContentPartAddedEvent, AddedReasoningPart),
+    "response.content_part.done": (ResponseContentPartDoneEvent, DoneReasoningPart),
+}
+
+
+def _part_event(event_type: str, record: ItemRecord, text: str, seq: int):
+    cls, reasoning_class = _PART_EVENTS[event_type]
     return construct(
-        ResponseContentPartAddedEvent,
-        type="response.content_part.added",
+        cls,
+        type=event_type,
         item_id=record.item_id,
         output_index=record.output_index,
         content_index=0,
-        part=_part(record, "", AddedReasoningPart),
+        part=_part(record, text, reasoning_class),
         sequence_number=seq,
     )
+
+
+def part_added(record: ItemRecord, seq: int):
+    return _part_event("response.content_part.added", record, "", seq)
 
 
 def part_done(record: ItemRecord, seq: int):
-    return construct(
-        ResponseContentPartDoneEvent,
-        type="response.content_part.done",
-        item_id=record.item_id,
-        output_index=record.output_index,
-        content_index=0,
-        part=_part(record, record.text, DoneReasoningPart),
-        sequence_number=seq,
-    )
+    return _part_event("response.content_part.done", record, record.text, seq)
+
+
+@dataclass(frozen=True, slots=True)
+class _TextEvents:
+    """The ``<text>.delta`` and ``<text>.done`` events of one item kind."""
+
+    delta: type[BaseModel]
+    done: type[BaseModel]
+    prefix: str  # of both event types
+    done_key: str  # the field of the whole text in the done event
+    content_index: bool  # whether both carry ``content_index``
+    logprobs: bool  # whether both carry ``logprobs``
+
+
+_MESSAGE_TEXT = _TextEvents(
+    ResponseTextDeltaEvent, ResponseTextDoneEvent, "response.output_text", "text", True, True
+)
+_REASONING_TEXT = _TextEvents(
+    ResponseReasoningTextDeltaEvent,
+    ResponseReasoningTextDoneEvent,
+    "response.reasoning_text",
+    "text",
+    True,
+    False,
+)
+_ARGUMENTS = _TextEvents(
+    ResponseFunctionCallArgumentsDeltaEvent,
+    ResponseFunctionCallArgumentsDoneEvent,
+    "response.function_call_arguments",
+    "arguments",
+    False,
+    False,
+)
+
+
+def _text_event(
+    record: ItemRecord, done: bool, text: str, seq: int
+) -> tuple[type[BaseModel], dict[str, Any]]:
+    """The class and the fields (in wire order) of ``record``'s delta or done event."""
+    kind = record.kind
+    if kind is ItemKind.MESSAGE:
+        events = _MESSAGE_TEXT
+    elif kind is ItemKind.FUNCTION_CALL:
+        events = _ARGUMENTS
+    else:  # reasoning, built-in tool call
+        events = _REASONING_TEXT
+    values: dict[str, Any] = {
+        "type": f"{events.prefix}.done" if done else f"{events.prefix}.delta",
+        "item_id": record.item_id,
+        "output_index": record.output_index,
+    }
+    if events.content_index:
+        values["content_index"] = 0
+    if done and events is _ARGUMENTS:
+        # Required by openai 2.x's schema (TensorRT-LLM images), an extra field in 3.x.
+        values["name"] = record.name
+    values[events.done_key if done else "delta"] = text
+    if events.logprobs:
+        values["logprobs"] = []
+    values["sequence_number"] = seq
+    return (events.done if done else events.delta), values
 
 
 def delta(record: ItemRecord, text: str, seq: int):
     """The delta event of ``record``'s kind carrying ``text`` (the per-token path)."""
-    kind = record.kind
-    if kind is ItemKind.MESSAGE:
-        return construct_complete(
-            ResponseTextDeltaEvent,
-            {
-                "type": "response.output_text.delta",
-                "item_id": record.item_id,
-                "output_index": record.output_index,
-                "content_index": 0,
-                "delta": text,
-                "logprobs": [],
-                "sequence_number": seq,
-            },
-        )
-    if kind is not ItemKind.FUNCTION_CALL:  # reasoning, built-in tool call
-        return construct_complete(
-            ResponseReasoningTextDeltaEvent,
-            {
-                "type": "response.reasoning_text.delta",
-                "item_id": record.item_id,
-                "output_index": record.output_index,
-                "content_index": 0,
-                "delta": text,
-                "sequence_number": seq,
-            },
-        )
-    return construct_complete(
-        ResponseFunctionCallArgumentsDeltaEvent,
-        {
-            "type": "response.function_call_arguments.delta",
-            "item_id": record.item_id,
-            "output_index": record.output_index,
-            "delta": text,
-            "sequence_number": seq,
-        },
-    )
+    cls, values = _text_event(record, False, text, seq)
+    return construct_complete(cls, values)
 
 
 class Numbering(Protocol):
@@ -216,35 +248,5 @@ def delta_builder(record: ItemRecord, numbering: Numbering) -> Callable[[str], A
 
 def text_done(record: ItemRecord, seq: int):
     """The ``*.done`` event closing ``record``'s text (or arguments)."""
-    kind = record.kind
-    if kind is ItemKind.MESSAGE:
-        return construct(
-            ResponseTextDoneEvent,
-            type="response.output_text.done",
-            item_id=record.item_id,
-            output_index=record.output_index,
-            content_index=0,
-            text=record.text,
-            logprobs=[],
-            sequence_number=seq,
-        )
-    if kind is not ItemKind.FUNCTION_CALL:  # reasoning, built-in tool call
-        return construct(
-            ResponseReasoningTextDoneEvent,
-            type="response.reasoning_text.done",
-            item_id=record.item_id,
-            output_index=record.output_index,
-            content_index=0,
-            text=record.text,
-            sequence_number=seq,
-        )
-    return construct(
-        ResponseFunctionCallArgumentsDoneEvent,
-        type="response.function_call_arguments.done",
-        item_id=record.item_id,
-        output_index=record.output_index,
-        # Required by openai 2.x's schema (TensorRT-LLM images), an extra field in 3.x.
-        name=record.name,
-        arguments=record.text,
-        sequence_number=seq,
-    )
+    cls, values = _text_event(record, True, record.text, seq)
+    return construct(cls, **values)

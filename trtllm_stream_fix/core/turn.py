@@ -37,16 +37,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar, cast
 
 from .drivers import HarmonyDriver, new_driver
-from .errors import LifecycleError, StreamFixError
-from .facts import (
-    NOT_CONTENT,
-    ContentDelta,
-    Fact,
-    HarmonyStreamError,
-    MessageClosed,
-    MessageOpened,
-    TruncatedHeaderError,
-)
+from .errors import HarmonyStreamError, LifecycleError, StreamFixError, TruncatedHeaderError
+from .facts import NOT_CONTENT, ContentDelta, Fact, MessageClosed, MessageOpened
 from .items import KINDS, ItemKind, KindSpec, Preambles, classify, function_name
 
 logger = logging.getLogger(__name__)
