@@ -133,3 +133,54 @@ def test_the_machine_numbers_on_from_the_number_it_is_handed(encoding):
     events += machine.feed([], finished=True, finish_reason="stop")
     assert [e.sequence_number for e in events] == list(range(40, 40 + len(events)))
     assert machine.sequence_number == 40 + len(events)
+
+
+def test_each_machine_words_a_nameless_call_its_own_way(encoding):
+    """Responses reports an invalid Harmony sequence with its position; chat names the call."""
+    assert _responses_call(encoding, "functions. ") == (
+        None,
+        "invalid Harmony token sequence: function call without a function name "
+        "(recipient 'functions. ', header ending at position 1)",
+    )
+    assert _chat_call(encoding, "functions. ") == (
+        None,
+        "function call without a name (recipient 'functions. ')",
+    )
+
+
+def _cut_at_a_held_back_byte(encoding) -> list[int]:
+    """A final answer "ab" then the first byte of a three-byte character, no stop token."""
+    lead = next(t for t in range(256) if bytes(encoding._inner.decode_bytes([t])) == b"\xe2")
+    return [*encoding.encode("<|channel|>final<|message|>ab", allowed_special="all"), lead]
+
+
+def test_an_unknown_finish_reason_settles_the_open_item_in_responses(encoding):
+    """The failed item carries the text the parser settles at the end of stream."""
+    machine = ResponsesEventMachine(new_context(response_id="resp_eos"), encoding=encoding)
+    machine.start()
+    events = machine.feed(_cut_at_a_held_back_byte(encoding), finished=True, finish_reason="abort")
+    assert [e.delta for e in events if e.type == "response.output_text.delta"] == ["ab\ufffd"]
+    done = next(e for e in events if e.type == "response.output_item.done")
+    assert done.item.status == "incomplete" and done.item.content[0].text == "ab\ufffd"
+    assert [e.type for e in events[-2:]] == ["error", "response.failed"]
+    assert events[-2].message == "generation ended with finish reason 'abort'"
+
+
+def test_an_unknown_finish_reason_sends_no_settled_text_in_chat(encoding):
+    """Chat has no item to close: the stream ends with the text streamed so far, then the error."""
+    context = ChatContext(completion_id="chatcmpl-eos", model="m", created=0)
+    machine = ChatChunkMachine(context, encoding=encoding)
+    frames = machine.feed(_cut_at_a_held_back_byte(encoding), finished=True, finish_reason="abort")
+    payloads = [cc.to_dict(f) for f in frames]
+    deltas = [p["choices"][0]["delta"] for p in payloads if isinstance(p, dict) and p.get("choices")]
+    assert deltas == [{"role": "assistant"}, {"content": "ab"}]
+    assert payloads[-2:] == [
+        {
+            "error": {
+                "message": "generation ended with finish reason 'abort'",
+                "type": "server_error",
+                "code": "server_error",
+            }
+        },
+        "[DONE]",
+    ]

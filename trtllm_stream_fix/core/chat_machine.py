@@ -127,7 +127,8 @@ class _Run:
 class ChatChunkMachine(Turn[Frame]):
     """Turns one gpt-oss generation into Chat Completions stream frames."""
 
-    #: An unknown finish reason ends the stream with the text streamed so far.
+    #: An unknown finish reason ends the stream with the text streamed so far (no item to
+    #: close: Responses' failed item also gets the text the parser settles at the end).
     _eos_on_failure = False
 
     def __init__(
@@ -255,6 +256,7 @@ class ChatChunkMachine(Turn[Frame]):
         self._needs_separator.clear()
 
     def _nameless_call(self, fact: MessageOpened) -> Exception:
+        """Chat's wording: no position (Responses reports an invalid Harmony sequence)."""
         return TurnError(f"function call without a name (recipient {fact.recipient!r})")
 
     def _completed(self, status: str, finish_reason: str | None, out: list[Any]) -> None:
