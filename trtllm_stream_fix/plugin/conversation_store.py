@@ -12,18 +12,29 @@ A record is the response as upstream dumps it and the conversation up to it (Har
 ``Message`` objects as their dicts, chat messages as they are). The messages a request
 stores before its response exists (``store_messages``) wait in this process, bounded, until
 ``store_response`` writes the record. A store that fails raises
-:class:`~trtllm_stream_fix.store.StoreError`; upstream's handler turns that into its error
-response (see docs/operators.md).
+:class:`~trtllm_stream_fix.store.StoreError`; upstream's POST handler turns that into its
+error response, the ``store-errors`` patch answers it on the other routes
+(``store_errors.py``; see docs/operators.md).
+
+No recorded upstream line resolves ``item_reference`` input items. :func:`request_preprocess`
+wraps upstream's ``request_preprocess`` (which turns the request's input into the prompt):
+each reference is replaced by the stored output item it names before upstream reads the
+input; an unknown id raises
+:class:`~trtllm_stream_fix.store.references.UnknownItemReference`, which upstream's handler
+answers as a 400 with OpenAI's message.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..store import ResponseStore, open_store
+from ..store.references import resolve_item_references
 
 PENDING_LIMIT = 10_000  # conversations of requests still generating, per process
 _HARMONY = "harmony"
@@ -115,6 +126,37 @@ class StoredConversationHistoryStore:
             return list(self._pending[resp_id])
         stored = await self.store.history(resp_id)
         return _decode(stored) if stored else []
+
+
+async def resolve_request_items(request: Any, conversation_store: Any) -> None:
+    """Replace the ``item_reference`` items of ``request.input`` by the output items the
+    plugin's store holds, through the request model's own input validation (as if the client
+    had sent the items); nothing happens with another store or without references."""
+    if not isinstance(conversation_store, StoredConversationHistoryStore):
+        return
+    resolved = await resolve_item_references(conversation_store.store, request.input)
+    if resolved is request.input:
+        return
+    validator = getattr(type(request), "__pydantic_validator__", None)
+    if validator is None:
+        request.input = resolved
+    else:
+        validator.validate_assignment(request, "input", resolved)
+
+
+def request_preprocess(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Upstream's ``request_preprocess`` after :func:`resolve_request_items` (same
+    parameters, bound by name)."""
+    signature = inspect.signature(original)
+
+    async def request_preprocess(*args: Any, **kwargs: Any) -> Any:
+        call = signature.bind(*args, **kwargs).arguments
+        await resolve_request_items(call["request"], call["conversation_store"])
+        return await original(*args, **kwargs)
+
+    functools.update_wrapper(request_preprocess, original)
+    request_preprocess.__trtllm_stream_fix__ = True  # type: ignore[attr-defined]
+    return request_preprocess
 
 
 _PROBE_RESPONSE = {
