@@ -165,18 +165,39 @@ _PROBE_RESPONSE = {
     "created_at": 0,
     "model": "probe",
     "status": "completed",
-    "output": [],
+    "output": [
+        {
+            "id": "msg_trtllm_stream_fix_probe",
+            "type": "message",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "hello", "annotations": []}],
+        }
+    ],
     "parallel_tool_calls": True,
     "tool_choice": "auto",
     "tools": [],
+    # required by upstream's ResponsesResponse
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "background": False,
+    "service_tier": "auto",
+    "top_logprobs": 0,
+    "truncation": "disabled",
 }
 
 
 async def check_round_trip() -> dict[str, Any]:
     """The self-test's probe: openai_server's binding stores, continues, loads and deletes
-    one two-turn conversation through the configured store."""
+    one two-turn conversation through the configured store; an ``item_reference`` to its
+    output item resolves; openai_server's app answers a store failure (the import hook
+    installs once openai_server has loaded: so does the probe)."""
+    from ..store import StoreError
+    from .installer import install
+    from .store_errors import store_error_response
+
     server = importlib.import_module("tensorrt_llm.serve.openai_server")
-    examples: list[str] = []
+    install(mode="on")
     store = server.ConversationHistoryStore()
     name = getattr(getattr(store, "store", None), "name", type(store).__name__)
     checks = [
@@ -184,7 +205,19 @@ async def check_round_trip() -> dict[str, Any]:
             "openai_server binds the plugin's store",
             isinstance(store, StoredConversationHistoryStore),
         ),
+        (
+            "openai_server resolves item references",
+            getattr(server.responses_api_request_preprocess, "__trtllm_stream_fix__", False),
+        ),
     ]
+    if "FastAPI" in vars(server):  # a server module without an app has nothing to answer
+        handlers = server.FastAPI().exception_handlers
+        checks.append(
+            (
+                "openai_server's app answers store failures",
+                handlers.get(StoreError) is store_error_response,
+            )
+        )
     if checks[0][1]:
         try:
             resp = _response_model().model_validate(_PROBE_RESPONSE)
@@ -198,6 +231,11 @@ async def check_round_trip() -> dict[str, Any]:
             )
             history = await store.get_conversation_history(resp.id)
             checks.append(("conversation kept", history == [user, answer]))
+            item = _PROBE_RESPONSE["output"][0]  # type: ignore[index]
+            request = _ProbeRequest([{"type": "item_reference", "id": item["id"]}])
+            await resolve_request_items(request, store)
+            resolved = request.input[0]
+            checks.append(("item reference resolved", resolved.get("id") == item["id"]))
             checks.append(("deleted", await store.pop_response(resp.id)))
             checks.append(("gone after delete", await store.load_response(resp.id) is None))
         except Exception as exc:  # the probe reports, never raises
@@ -205,3 +243,10 @@ async def check_round_trip() -> dict[str, Any]:
     examples = [what for what, ok in checks if not ok]
     passed = len(checks) - len(examples)
     return {"store": name, "checks": len(checks), "passed": passed, "examples": examples}
+
+
+class _ProbeRequest:
+    """A request with only an input (no model: the input is set as resolved)."""
+
+    def __init__(self, request_input: list[Any]) -> None:
+        self.input = request_input

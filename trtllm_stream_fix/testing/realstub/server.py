@@ -529,7 +529,7 @@ def build_app(source: str, settings: EngineSettings, site_dir: str | None = None
     # An import statement of the dotted name, as upstream's package imports its server
     # (``from .openai_server import ...``): it goes through the audited import, so the
     # plugin's hook is consulted before realstub's finder and patches after it loads.
-    import tensorrt_llm.serve.openai_server
+    import tensorrt_llm.serve.openai_server  # noqa: F401
 
     openai_server = sys.modules["tensorrt_llm.serve.openai_server"]
 
