@@ -46,6 +46,7 @@ ELSEWHERE: dict[str, str] = {
     "TritonProtocolError": "checker.triton",
     "TurnError": "core.turn",
     "TurnRequestError": "sim.turns",
+    "UnknownItemReference": "store.references",
     "UnknownVersionError": "upstream_pr.detect",
 }
 

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The ``store`` patch group against the TensorRT-LLM stand-in: upstream's
 ``ConversationHistoryStore`` replaced by one over ``trtllm_stream_fix.store`` (install,
-refuse, uninstall), Harmony conversations round-tripped, Redis shared and Redis down."""
+refuse, uninstall, doctor judging upstream's class), Harmony conversations round-tripped,
+Redis shared and Redis down (GET / DELETE answered as OpenAI errors), ``item_reference``
+input items resolved from the store."""
 
 from __future__ import annotations
 
@@ -20,11 +22,16 @@ uninstalled = plugin_harness.uninstalled
 
 from openai_harmony import Message, Role
 from tensorrt_llm.serve import openai_server, responses_utils
+from tensorrt_llm.serve.openai_protocol import ResponsesRequest
 
 from trtllm_stream_fix.plugin import installer as install_mod
+from trtllm_stream_fix.plugin import registry
 from trtllm_stream_fix.plugin.conversation_store import StoredConversationHistoryStore
+from trtllm_stream_fix.plugin.doctor import doctor_report
 from trtllm_stream_fix.plugin.installer import install, uninstall
 from trtllm_stream_fix.store import MemoryStore, StoreError, open_store
+from trtllm_stream_fix.testing.redis_server import RedisServer, missing
+from trtllm_stream_fix.testing.synthetic import named_output
 
 pytestmark = pytest.mark.cpu_only
 
@@ -176,3 +183,109 @@ def test_a_response_of_the_patched_model_loads_again():
     loaded = asyncio.run(run())
     assert loaded.id == "resp_2"
     assert isinstance(loaded, responses_utils.ResponsesResponse)
+
+
+def test_doctor_judges_upstreams_store_not_the_installed_one(monkeypatch):
+    """Once installed, the store's targets are judged by the original the installer saved:
+    every one matches a recorded line (``ok``), none reads as drift of our class."""
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))  # doctor registers its hook
+    install()
+    report = doctor_report(spawn=False)
+    store_targets = {
+        t.dotted for g in ("store",) for p in registry.patches(g) for t in p.all_checks
+    }
+    statuses = {
+        c.target.dotted: c.status for c in report.checks if c.target.dotted in store_targets
+    }
+    assert responses_utils.ConversationHistoryStore is StoredConversationHistoryStore
+    assert len(statuses) == len(store_targets)
+    assert set(statuses.values()) == {"ok"}, statuses
+
+
+def _recording(output, prompts: list):
+    """A stand-in engine replaying ``output`` that keeps each prompt it is given."""
+    engine = plugin_harness.engine_for(output, 20)
+
+    async def recording(prompt, sampling_params):
+        prompts.append(prompt)
+        async for res in engine(prompt, sampling_params):
+            yield res
+
+    return recording
+
+
+def test_item_references_stand_for_the_stored_output_items():
+    """Turn 2 names turn 1's stored output items by id: its prompt holds them; an id the
+    store does not hold is OpenAI's message."""
+    install()
+    prompts: list = []
+    server = openai_server.OpenAIServer(_recording(named_output("reasoning_answer"), prompts))
+    question = "What is the capital of France?"
+
+    async def run():
+        first = (await server.openai_responses(ResponsesRequest(input=question))).model_dump()
+        references = [{"type": "item_reference", "id": item["id"]} for item in first["output"]]
+        follow_up = {"role": "user", "content": "And of Italy?"}
+        second = [{"role": "user", "content": question}, *references, follow_up]
+        await server.openai_responses(ResponsesRequest(input=second, store=True))
+        unknown = [{"type": "item_reference", "id": "msg_nope"}]
+        try:
+            await server.openai_responses(ResponsesRequest(input=unknown, store=True))
+        except Exception as exc:  # upstream's handler answers it as a 400 with this message
+            return first, exc
+        return first, None
+
+    first, error = asyncio.run(run())
+    assert [item["type"] for item in first["output"]] == ["reasoning", "message"]
+    prompt = responses_utils._get_encoding().decode(prompts[1])
+    # (Harmony renders no reasoning of a turn that ended with a final answer)
+    assert prompt.count("The capital of France is Paris.") == 1
+    assert prompt.index(question) < prompt.index("Paris.") < prompt.index("And of Italy?")
+    assert type(error).__name__ == "UnknownItemReference"
+    assert str(error).startswith("Item with id 'msg_nope' not found.")
+
+
+def test_redis_down_get_and_delete_answer_openai_errors_and_the_turns_stay(tmp_path, monkeypatch):
+    """Redis killed after a stored turn: GET and DELETE on the server's app answer 503
+    ``store_unavailable`` (no traceback), the server serves ``store: false``, and once Redis
+    is back (append-only file) the turn is read as it was and deleted."""
+    import httpx
+
+    reason = missing()
+    if reason:
+        pytest.skip(reason)
+    with RedisServer(tmp_path / "redis", persistent=True) as redis_server:
+        monkeypatch.setenv("TRTLLM_STREAM_FIX_STORE", f"{redis_server.url}?timeout=0.5")
+        install()
+        server = openai_server.OpenAIServer(
+            plugin_harness.engine_for(named_output("reasoning_answer"), 20)
+        )
+
+        async def run() -> dict:
+            out: dict = {}
+            transport = httpx.ASGITransport(app=server.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://standin") as http:
+                first = await server.openai_responses(ResponsesRequest(input="hi", store=True))
+                path = f"/v1/responses/{first.id}"
+                out["before"] = (await http.get(path)).json()
+                redis_server.kill()
+                out["down"] = [await http.get(path), await http.delete(path)]
+                unstored = ResponsesRequest(input="hi", store=False)
+                out["unstored"] = (await server.openai_responses(unstored)).status
+                redis_server.start()
+                out["after"] = (await http.get(path)).json()
+                out["deleted"] = (await http.delete(path)).json()["deleted"]
+                out["gone"] = (await http.get(path)).status_code
+            await server.conversation_store.store.close()
+            return out
+
+        out = asyncio.run(run())
+    for answer in out["down"]:
+        assert answer.status_code == 503, answer.text
+        error = answer.json()["error"]
+        assert error["type"] == "server_error" and error["code"] == "store_unavailable"
+        assert error["message"].startswith(f"response store {redis_server.url} is unavailable")
+        assert error["param"] is None and "Traceback" not in answer.text
+    assert out["unstored"] == "completed"
+    assert out["after"] == out["before"] and out["before"]["output"]
+    assert out["deleted"] is True and out["gone"] == 404

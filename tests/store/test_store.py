@@ -316,3 +316,34 @@ def test_serve_with_a_store_it_cannot_use_is_a_one_line_error(monkeypatch, capsy
     err = capsys.readouterr().err
     assert "needs redis" in err and "pip install 'trtllm-stream-fix[store]'" in err
     assert "Traceback" not in err
+
+
+def test_item_references_are_replaced_by_the_stored_items_in_one_call():
+    from trtllm_stream_fix.store.references import UnknownItemReference, resolve_item_references
+
+    class Counting(MemoryStore):
+        calls = 0
+
+        async def items(self, item_ids):
+            Counting.calls += 1
+            return await super().items(item_ids)
+
+    store = Counting()
+    response = _response(1)
+    stored = response["output"][0]
+    user = {"role": "user", "content": "again"}
+    reference = {"type": "item_reference", "id": stored["id"]}
+
+    async def run():
+        await store.put(response, [])
+        resolved = await resolve_item_references(store, [reference, user, reference])
+        plain = [user]
+        with pytest.raises(UnknownItemReference) as unknown:
+            await resolve_item_references(store, [user, {"type": "item_reference", "id": "x"}])
+        return resolved, await resolve_item_references(store, plain) is plain, unknown.value
+
+    resolved, untouched, unknown = asyncio.run(run())
+    assert resolved == [stored, user, stored] and untouched
+    assert Counting.calls == 2  # one per request that references anything
+    assert str(unknown).startswith("Item with id 'x' not found. Items are not persisted")
+    assert (unknown.status, unknown.param, unknown.item_id) == (400, "input", "x")

@@ -5,8 +5,10 @@ Runs for each tree of ``TRTLLM_SOURCE_DIRS`` / ``TRTLLM_SOURCE_DIR`` with an
 ``openai_server.py``; skips with the reason otherwise. Contract: unpatched, upstream's
 in-process store (16 responses) loses turns of many concurrent two-turn conversations; with
 the plugin none is lost; two servers sharing one redis-server continue, fetch and delete each
-other's responses; with Redis down a stored request gets upstream's error response and
-``store: false`` still works.
+other's responses; with Redis down a stored request gets upstream's error response, GET and
+DELETE an OpenAI-shaped 503 and ``store: false`` still works; a Redis killed mid-conversation
+and restarted (append-only file) has the turns stored before; ``item_reference`` input items
+continue a conversation (upstream: a 400 ``Unknown input type``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from test_real_server import _trees  # the configured trees (skips with the reason)
 
 from trtllm_stream_fix.testing.realstub.serve_matrix import MODEL, WEATHER_TOOL, running_server
+from trtllm_stream_fix.testing.redis_server import RedisServer, missing
 
 pytestmark = pytest.mark.cpu_only
 
@@ -119,18 +122,122 @@ def test_two_servers_share_one_redis(tree, redis_server, monkeypatch):
     }, out
 
 
+def _store_unavailable(answer, store_url: str) -> None:
+    """``answer`` is the OpenAI-shaped 503 of a store that is down (no traceback)."""
+    assert answer.status_code == 503, answer.text
+    error = answer.json()["error"]
+    assert error["type"] == "server_error" and error["code"] == "store_unavailable", error
+    assert error["message"].startswith(f"response store {store_url} is unavailable"), error
+    assert "Traceback" not in answer.text
+
+
 def test_redis_down_answers_an_error_and_store_false_still_works(tree, monkeypatch):
     import httpx
 
-    monkeypatch.setenv("TRTLLM_STREAM_FIX_STORE", "redis://127.0.0.1:1/0?timeout=1")
+    store = "redis://127.0.0.1:1/0"
+    monkeypatch.setenv("TRTLLM_STREAM_FIX_STORE", f"{store}?timeout=1")
     with running_server(tree, plugin=True) as url:
         body = {"model": MODEL, "input": "hi, seed 5"}
         unstored = httpx.post(f"{url}/v1/responses", json={**body, "store": False}, timeout=120)
         stored = httpx.post(f"{url}/v1/responses", json={**body, "store": True}, timeout=120)
         fetched = httpx.get(f"{url}/v1/responses/resp_x", timeout=120)
+        deleted = httpx.delete(f"{url}/v1/responses/resp_x", timeout=120)
     print("store:false", unstored.status_code, "store:true", stored.status_code, stored.text)
     print("GET", fetched.status_code, fetched.text[:200])
     assert unstored.status_code == 200
     assert stored.status_code >= 400 and "unavailable" in stored.json()["message"]
     assert "Traceback" not in stored.text
-    assert fetched.status_code == 500  # upstream's GET handler has no error path for the store
+    _store_unavailable(fetched, store)
+    _store_unavailable(deleted, store)
+
+
+def test_redis_killed_mid_conversation_then_restarted(tree, tmp_path, monkeypatch):
+    """Two turns stored, Redis killed: GET and DELETE answer the OpenAI 503, the server
+    stays up (``/health``, ``store: false``); Redis restarted from its append-only file: both
+    turns read as they were and the conversation continues."""
+    import httpx
+
+    reason = missing()
+    if reason:
+        pytest.skip(reason)
+    with RedisServer(tmp_path / "redis", persistent=True) as redis_server:
+        monkeypatch.setenv("TRTLLM_STREAM_FIX_STORE", f"{redis_server.url}?timeout=0.5")
+        with running_server(tree, plugin=True) as url, httpx.Client(timeout=120) as http:
+            body = {"model": MODEL, "input": "hi, seed 3", "store": True}
+            first = http.post(f"{url}/v1/responses", json=body).json()
+            body = {**body, "input": "and again", "previous_response_id": first["id"]}
+            second = http.post(f"{url}/v1/responses", json=body).json()
+            stored = {
+                r["id"]: http.get(f"{url}/v1/responses/{r['id']}").json() for r in (first, second)
+            }
+
+            redis_server.kill()
+            _store_unavailable(http.get(f"{url}/v1/responses/{first['id']}"), redis_server.url)
+            _store_unavailable(http.delete(f"{url}/v1/responses/{first['id']}"), redis_server.url)
+            assert http.get(f"{url}/health").status_code == 200
+            unstored = {"model": MODEL, "input": "hi, seed 4", "store": False}
+            assert http.post(f"{url}/v1/responses", json=unstored).status_code == 200
+
+            redis_server.start()
+            again = {i: http.get(f"{url}/v1/responses/{i}").json() for i in stored}
+            body = {**body, "input": "and once more", "previous_response_id": second["id"]}
+            third = http.post(f"{url}/v1/responses", json=body)
+    assert [r["output"] for r in stored.values()] == [first["output"], second["output"]]
+    assert again == stored
+    # continued (the fake engine's answer to that prompt may be cut by its length limit)
+    assert third.status_code == 200 and third.json()["status"] in ("completed", "incomplete")
+
+
+def _item_reference_turns(url: str) -> dict:
+    """Turn 2 names turn 1's output items by id, once without tools (the fake engine's
+    answer follows the prompt, so equal to turn 2 with the items sent inline) and once
+    answering a tool call; then an unknown id."""
+    import httpx
+
+    out: dict = {}
+    question = "What is the weather in Paris?"
+    with httpx.Client(base_url=url, timeout=120) as http:
+        for tools in ([], [WEATHER_TOOL]):
+            body = {"model": MODEL, "input": question, "tools": tools, "store": True}
+            first = http.post("/v1/responses", json=body).json()
+            if tools:
+                call = next(i for i in first["output"] if i["type"] == "function_call")
+                last = {"type": "function_call_output", "call_id": call["call_id"], "output": "21C"}
+            else:
+                last = {"role": "user", "content": "and in Rome?"}
+            refs = [{"type": "item_reference", "id": item["id"]} for item in first["output"]]
+            turns = {}
+            for name, items in (("referenced", refs), ("inline", first["output"])):
+                body = {**body, "input": [{"role": "user", "content": question}, *items, last]}
+                answer = http.post("/v1/responses", json=body)
+                turns[name] = answer.json() if answer.status_code == 200 else answer.text
+            key = "tool" if tools else "plain"
+            out[key] = turns
+        unknown = [{"type": "item_reference", "id": "msg_nope"}]
+        body = {"model": MODEL, "input": unknown, "store": True}
+        out["unknown"] = http.post("/v1/responses", json=body)
+    return out
+
+
+def _texts(response: dict) -> list:
+    return [
+        (i["type"], [c.get("text") for c in i.get("content") or ()]) for i in response["output"]
+    ]
+
+
+def test_item_references_continue_a_conversation(tree, monkeypatch):
+    monkeypatch.delenv("TRTLLM_STREAM_FIX_STORE", raising=False)
+    with running_server(tree, plugin=False) as url:
+        upstream = _item_reference_turns(url)
+    with running_server(tree, plugin=True) as url:
+        plugin = _item_reference_turns(url)
+    assert "Unknown input type: item_reference" in upstream["plain"]["referenced"]
+    for key in ("plain", "tool"):
+        referenced, inline = plugin[key]["referenced"], plugin[key]["inline"]
+        assert isinstance(referenced, dict), referenced
+        assert referenced["status"] == "completed"
+        assert _texts(referenced) == _texts(inline)
+    assert _texts(plugin["tool"]["referenced"])[-1][0] == "message"  # the tool's answer
+    unknown = plugin["unknown"]
+    assert unknown.status_code == 400
+    assert unknown.json()["message"].startswith("Item with id 'msg_nope' not found.")

@@ -12,18 +12,29 @@ A record is the response as upstream dumps it and the conversation up to it (Har
 ``Message`` objects as their dicts, chat messages as they are). The messages a request
 stores before its response exists (``store_messages``) wait in this process, bounded, until
 ``store_response`` writes the record. A store that fails raises
-:class:`~trtllm_stream_fix.store.StoreError`; upstream's handler turns that into its error
-response (see docs/operators.md).
+:class:`~trtllm_stream_fix.store.StoreError`; upstream's POST handler turns that into its
+error response, the ``store-errors`` patch answers it on the other routes
+(``store_errors.py``; see docs/operators.md).
+
+No recorded upstream line resolves ``item_reference`` input items. :func:`request_preprocess`
+wraps upstream's ``request_preprocess`` (which turns the request's input into the prompt):
+each reference is replaced by the stored output item it names before upstream reads the
+input; an unknown id raises
+:class:`~trtllm_stream_fix.store.references.UnknownItemReference`, which upstream's handler
+answers as a 400 with OpenAI's message.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..store import ResponseStore, open_store
+from ..store.references import resolve_item_references
 
 PENDING_LIMIT = 10_000  # conversations of requests still generating, per process
 _HARMONY = "harmony"
@@ -117,24 +128,76 @@ class StoredConversationHistoryStore:
         return _decode(stored) if stored else []
 
 
+async def resolve_request_items(request: Any, conversation_store: Any) -> None:
+    """Replace the ``item_reference`` items of ``request.input`` by the output items the
+    plugin's store holds, through the request model's own input validation (as if the client
+    had sent the items); nothing happens with another store or without references."""
+    if not isinstance(conversation_store, StoredConversationHistoryStore):
+        return
+    resolved = await resolve_item_references(conversation_store.store, request.input)
+    if resolved is request.input:
+        return
+    validator = getattr(type(request), "__pydantic_validator__", None)
+    if validator is None:
+        request.input = resolved
+    else:
+        validator.validate_assignment(request, "input", resolved)
+
+
+def request_preprocess(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Upstream's ``request_preprocess`` after :func:`resolve_request_items` (same
+    parameters, bound by name)."""
+    signature = inspect.signature(original)
+
+    async def request_preprocess(*args: Any, **kwargs: Any) -> Any:
+        call = signature.bind(*args, **kwargs).arguments
+        await resolve_request_items(call["request"], call["conversation_store"])
+        return await original(*args, **kwargs)
+
+    functools.update_wrapper(request_preprocess, original)
+    request_preprocess.__trtllm_stream_fix__ = True  # type: ignore[attr-defined]
+    return request_preprocess
+
+
 _PROBE_RESPONSE = {
     "id": "resp_trtllm_stream_fix_probe",
     "object": "response",
     "created_at": 0,
     "model": "probe",
     "status": "completed",
-    "output": [],
+    "output": [
+        {
+            "id": "msg_trtllm_stream_fix_probe",
+            "type": "message",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "hello", "annotations": []}],
+        }
+    ],
     "parallel_tool_calls": True,
     "tool_choice": "auto",
     "tools": [],
+    # required by upstream's ResponsesResponse
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "background": False,
+    "service_tier": "auto",
+    "top_logprobs": 0,
+    "truncation": "disabled",
 }
 
 
 async def check_round_trip() -> dict[str, Any]:
     """The self-test's probe: openai_server's binding stores, continues, loads and deletes
-    one two-turn conversation through the configured store."""
+    one two-turn conversation through the configured store; an ``item_reference`` to its
+    output item resolves; openai_server's app answers a store failure (the import hook
+    installs once openai_server has loaded: so does the probe)."""
+    from ..store import StoreError
+    from .installer import install
+    from .store_errors import store_error_response
+
     server = importlib.import_module("tensorrt_llm.serve.openai_server")
-    examples: list[str] = []
+    install(mode="on")
     store = server.ConversationHistoryStore()
     name = getattr(getattr(store, "store", None), "name", type(store).__name__)
     checks = [
@@ -142,7 +205,19 @@ async def check_round_trip() -> dict[str, Any]:
             "openai_server binds the plugin's store",
             isinstance(store, StoredConversationHistoryStore),
         ),
+        (
+            "openai_server resolves item references",
+            getattr(server.responses_api_request_preprocess, "__trtllm_stream_fix__", False),
+        ),
     ]
+    if "FastAPI" in vars(server):  # a server module without an app has nothing to answer
+        handlers = server.FastAPI().exception_handlers
+        checks.append(
+            (
+                "openai_server's app answers store failures",
+                handlers.get(StoreError) is store_error_response,
+            )
+        )
     if checks[0][1]:
         try:
             resp = _response_model().model_validate(_PROBE_RESPONSE)
@@ -156,6 +231,11 @@ async def check_round_trip() -> dict[str, Any]:
             )
             history = await store.get_conversation_history(resp.id)
             checks.append(("conversation kept", history == [user, answer]))
+            item = _PROBE_RESPONSE["output"][0]  # type: ignore[index]
+            request = _ProbeRequest([{"type": "item_reference", "id": item["id"]}])
+            await resolve_request_items(request, store)
+            resolved = request.input[0]
+            checks.append(("item reference resolved", resolved.get("id") == item["id"]))
             checks.append(("deleted", await store.pop_response(resp.id)))
             checks.append(("gone after delete", await store.load_response(resp.id) is None))
         except Exception as exc:  # the probe reports, never raises
@@ -163,3 +243,10 @@ async def check_round_trip() -> dict[str, Any]:
     examples = [what for what, ok in checks if not ok]
     passed = len(checks) - len(examples)
     return {"store": name, "checks": len(checks), "passed": passed, "examples": examples}
+
+
+class _ProbeRequest:
+    """A request with only an input (no model: the input is set as resolved)."""
+
+    def __init__(self, request_input: list[Any]) -> None:
+        self.input = request_input

@@ -224,7 +224,7 @@ def doctor_report(
 ) -> DoctorReport:
     """Build the report; imports the patch targets' modules (which installs the fix)."""
     from .bootstrap import hook_enabled, register
-    from .installer import install, is_active, last_refusals
+    from .installer import check, install, is_active, last_refusals
 
     mode = mode_from_env()
     hook_before = hook_enabled()
@@ -248,7 +248,8 @@ def doctor_report(
         pth_files=[str(p) for p in installed_pth_paths()],
         hook_registered=hook_enabled(),
         upstream_importable=importable,
-        checks=[targets.check(t) for t in registry.all_targets()] if importable else [],
+        # judged by upstream's objects (the originals the installer saved), not by ours
+        checks=[check(t) for t in registry.all_targets()] if importable else [],
         active_here=importable and is_active(),
         editable=is_editable(),
         refusals=last_refusals(),

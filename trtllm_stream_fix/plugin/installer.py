@@ -138,7 +138,7 @@ def _install_group(group: str) -> list[Outcome]:
         if p not in present
         for b in p.bindings
     ]
-    checks = [targets.check(t) for p in present for t in p.all_checks]
+    checks = [check(t) for p in present for t in p.all_checks]
     bad = [c for c in checks if c.status in ("missing", "mismatch")]
     _refusals.pop(group, None)
     if not bad:
@@ -164,12 +164,24 @@ def _install_group(group: str) -> list[Outcome]:
 def _absent(patch: Patch) -> bool:
     """A patch of the other module design (``targets.detect_line``), or an optional patch
     whose target this (loaded) version does not have."""
-    status = targets.check(patch.checks[0]).status
+    status = check(patch.checks[0]).status
     return status == "other-line" or (patch.optional and status == "missing")
 
 
 def _other_line(patch: Patch) -> bool:
-    return targets.check(patch.checks[0]).status == "other-line"
+    return check(patch.checks[0]).status == "other-line"
+
+
+def originals() -> dict[str, Any]:
+    """Upstream's object of every name ``install()`` rebound (dotted name -> original)."""
+    with _lock:
+        return {dotted: applied.original for dotted, applied in _applied.items()}
+
+
+def check(target: targets.Target) -> targets.TargetCheck:
+    """``targets.check`` of upstream's object: a name we rebound is judged by the original
+    saved when it was rebound, not by our replacement."""
+    return targets.check(target, originals())
 
 
 def _install_binding(patch: Patch, dotted: str) -> Outcome:
@@ -181,12 +193,17 @@ def _install_binding(patch: Patch, dotted: str) -> Outcome:
         return Outcome(dotted, "not-loaded")
     try:
         current = module.__dict__[attr]
-        if getattr(current, "__trtllm_stream_fix__", False):
-            # Bound to ours through an import of an already patched name (openai_server).
-            original = targets.unwrap(targets.upstream_class(current))
+        primary = _applied.get(patch.target)
+        # Bound to ours through an import of an already patched name (openai_server).
+        imported = primary is not None and current is primary.replacement
+        if imported or getattr(current, "__trtllm_stream_fix__", False):
+            original = (
+                primary.original
+                if primary is not None and imported
+                else targets.unwrap(targets.upstream_class(current))
+            )
             _applied[dotted] = _Applied(patch, dotted, original, current)
             return Outcome(dotted, "already", "bound at import")
-        primary = _applied.get(patch.target)
         replacement = primary.replacement if primary else patch.replacement_for(current)
         setattr(module, attr, replacement)
         _applied[dotted] = _Applied(patch, dotted, current, replacement)

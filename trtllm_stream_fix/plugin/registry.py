@@ -212,8 +212,8 @@ GROUPS: tuple[Group, ...] = (
         required=False,
         when_off=(
             "upstream's in-process store keeps 16 responses and 32 conversations: under load "
-            "previous_response_id and GET /v1/responses/{id} answer 404 for recent turns, and "
-            "replicas do not share stored responses"
+            "previous_response_id and GET /v1/responses/{id} answer 404 for recent turns, "
+            "replicas do not share stored responses, and item_reference input items are a 400"
         ),
         probe=f"{_PROBES}:conversation_store",
         line=CLASS_LINE,
@@ -603,6 +603,76 @@ PATCHES: tuple[Patch, ...] = (
         ),
         upstream="none filed; upstream's store is in-process by design",
         remove_when="upstream's response store is bounded by bytes and can be shared by replicas",
+    ),
+    Patch(
+        name="item-references",
+        target=f"{RESPONSES_UTILS}.request_preprocess",
+        replacement="trtllm_stream_fix.plugin.conversation_store:request_preprocess",
+        action="wraps",
+        group=STORE,
+        aliases=(OPENAI_SERVER,),
+        alias_attr="responses_api_request_preprocess",
+        checks=(
+            _class_line(
+                RESPONSES_UTILS,
+                "request_preprocess",
+                (
+                    shape(
+                        *RESPONSES_LINES,
+                        params=(
+                            "request, prev_response, conversation_store, enable_store, "
+                            "use_harmony, tokenizer=, model_config=, processor=, "
+                            "reasoning_parser="
+                        ),
+                    ),
+                ),
+                kind="coroutine",
+                reads=("request", "conversation_store"),
+                by_name=True,  # the wrapper binds each call with upstream's signature
+            ),
+        ),
+        why=(
+            "No recorded line resolves item_reference input items: _parse_response_input "
+            "raises 'Unknown input type: item_reference', so a client that names a stored "
+            "output item instead of sending it again (the Vercel AI SDK does whenever store is "
+            "on) gets a 400 on its second turn. openai_server imports request_preprocess as "
+            "responses_api_request_preprocess and calls it before the input is read."
+        ),
+        how=(
+            "Coroutine wrapper (keeps __wrapped__), same parameters: with the plugin's store, "
+            "each item_reference of request.input is replaced by the stored output item of "
+            "that id (store.references.resolve_item_references, one items() call; the "
+            "simulated server's resolver), through the request model's input validation; an "
+            "unknown id raises OpenAI's message, which upstream's handler answers as a 400."
+        ),
+        upstream="none filed; no recorded line mentions item_reference",
+        remove_when="upstream resolves item_reference input items from its response store",
+    ),
+    Patch(
+        name="store-errors",
+        target=f"{OPENAI_SERVER}.FastAPI",
+        replacement="trtllm_stream_fix.plugin.store_errors:with_store_errors",
+        action="wraps",
+        group=STORE,
+        optional=True,  # a server module that builds no FastAPI app has nothing to patch
+        checks=(
+            _class_line(OPENAI_SERVER, "FastAPI", kind="binding", optional=True, source="fastapi"),
+        ),
+        why=(
+            "Upstream's GET and DELETE /v1/responses/{id} handlers call the conversation store "
+            "with no error path: with the plugin's store down (Redis) the StoreError became a "
+            "plain-text 500 Internal Server Error. OpenAIServer.__init__ builds its app with "
+            "FastAPI(lifespan=...), imported by name, on every recorded class line."
+        ),
+        how=(
+            "openai_server's FastAPI name rebound to a subclass of it whose __init__ adds one "
+            "exception handler for StoreError: 503 {'error': {type server_error, code "
+            "store_unavailable}} when the store is down, 500 store_error when it answers with "
+            "an error (the simulated server's body), one log line, no traceback. Routes whose "
+            "handlers catch exceptions themselves (POST /v1/responses) keep their answer."
+        ),
+        upstream="none filed; upstream's store is in-process and cannot be down",
+        remove_when="upstream's stored-response handlers answer store failures themselves",
     ),
     Patch(
         name="pre-class-stream",

@@ -39,6 +39,11 @@ def run(source: str | None, count: int) -> dict[str, Any]:
 
     if source:
         realstub.activate(source)
+        from tensorrt_llm.serve import openai_protocol
+
+        from ..testing.realstub.server import align_protocol
+
+        align_protocol(openai_protocol)  # the tree's server imports (the store group's probe)
     from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
 
     from ..testing.synthetic import generate_outputs

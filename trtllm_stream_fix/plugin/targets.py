@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -270,16 +271,19 @@ def resolve(owner: Any, name: str) -> Any:
     return getattr(owner, name)
 
 
-def lookup(target: Target) -> Any:
-    """The object ``target`` names; raises LookupError if its module is not loaded."""
+def lookup(target: Target, originals: Mapping[str, Any] | None = None) -> Any:
+    """The object ``target`` names; raises LookupError if its module is not loaded. A module
+    global the installer rebound is read from ``originals`` (dotted name -> upstream's
+    object, as the installer saved it), so upstream's shape is judged, not our replacement's."""
     module = loaded_module(target.module)
     if module is None:
         raise LookupError(target.module)
-    obj: Any = module
     names = target.path.split(".")
-    for name in names[:-1]:
-        obj = upstream_class(resolve(obj, name))  # check upstream's methods, not ours
-    return resolve(obj, names[-1])
+    top = f"{target.module}.{names[0]}"
+    obj: Any = originals[top] if originals and top in originals else resolve(module, names[0])
+    for name in names[1:]:
+        obj = resolve(upstream_class(obj), name)  # check upstream's methods, not ours
+    return obj
 
 
 def upstream_class(cls: Any) -> Any:
@@ -296,13 +300,13 @@ def unwrap(func: Any) -> Any:
     return func
 
 
-def check(target: Target) -> TargetCheck:
-    """Compare the loaded object with the recorded shapes."""
+def check(target: Target, originals: Mapping[str, Any] | None = None) -> TargetCheck:
+    """Compare the loaded object with the recorded shapes (``originals``: see ``lookup``)."""
     line = detect_line() if target.line else None
     if line is not None and line != target.line:
         return TargetCheck(target, "other-line", f"this is the {LINE_TITLES[line]}")
     try:
-        obj = lookup(target)
+        obj = lookup(target, originals)
     except LookupError:
         return TargetCheck(target, "not-loaded", "module not imported")
     except AttributeError as exc:
@@ -312,8 +316,12 @@ def check(target: Target) -> TargetCheck:
         source = loaded_module(target.source)
         if source is None:
             return TargetCheck(target, "not-loaded", "module not imported")
-        original = source.__dict__.get(target.source_attr or target.path)
-        if ours is not None and ours is unwrap(upstream_class(original)):
+        # upstream's object there, or what the installer rebound it to (imported by name
+        # after the source was patched)
+        name = target.source_attr or target.path
+        current = source.__dict__.get(name)
+        original = (originals or {}).get(f"{target.source}.{name}", current)
+        if ours is not None and any(ours is unwrap(upstream_class(o)) for o in (original, current)):
             return TargetCheck(target, "ok", f"{ours.__module__}.{ours.__qualname__}", "any")
         return TargetCheck(target, "mismatch", repr(obj))
     if target.kind == "class":

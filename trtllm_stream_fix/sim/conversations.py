@@ -3,7 +3,8 @@
 
 A request's conversation is the messages stored with its ``previous_response_id`` (the
 whole conversation up to that response, as Responses input and output items), and its input
-with each ``item_reference`` replaced by the stored output item it names. The function calls
+with each ``item_reference`` replaced by the stored output item it names
+(:func:`~trtllm_stream_fix.store.references.resolve_item_references`). The function calls
 of that conversation are checked as OpenAI checks them: a ``function_call_output`` must
 answer one. A response is stored when it ends (any terminal status) unless its request set
 ``store: false``, with the conversation's messages plus its input and output
@@ -21,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..store import ResponseStore, StoreError, StoreUnavailable
+from ..store import ResponseStore, StoreError
+from ..store.references import UnknownItemReference, resolve_item_references
 from .errors import RequestError
 
 Calls = dict[str, str]
@@ -40,9 +42,7 @@ class Conversation:
 
 def store_failure(exc: StoreError) -> RequestError:
     """The OpenAI-shaped error for a store that failed: 503 when it is unavailable."""
-    if isinstance(exc, StoreUnavailable):
-        return RequestError(503, str(exc), type_="server_error", code="store_unavailable")
-    return RequestError(500, str(exc), type_="server_error", code="store_error")
+    return RequestError(exc.status, str(exc), type_="server_error", code=exc.code)
 
 
 async def load_conversation(
@@ -63,6 +63,8 @@ async def load_conversation(
             await store.ping()
     except StoreError as exc:
         raise store_failure(exc) from None
+    except UnknownItemReference as exc:
+        raise RequestError(exc.status, str(exc), param=exc.param) from None
     previous = calls_of(history)
     conversation_calls(previous, resolved)
     return Conversation(history, resolved, previous)
@@ -84,27 +86,6 @@ async def previous_messages(
             code="previous_response_not_found",
         )
     return found
-
-
-async def resolve_item_references(store: ResponseStore, request_input: Input) -> Input:
-    """``request_input`` with each ``item_reference`` replaced by the stored output item of
-    that id (the same object when it has none); OpenAI's 400 naming an unknown id."""
-    if isinstance(request_input, str):
-        return request_input
-    wanted = [i["id"] for i in request_input if i.get("type") == "item_reference"]
-    if not wanted:
-        return request_input
-    found = await store.items(list(dict.fromkeys(wanted)))
-    for item_id in wanted:
-        if item_id not in found:
-            raise RequestError(
-                400,
-                f"Item with id '{item_id}' not found. Items are not persisted when `store` is "
-                "set to false. Try again with `store` set to true, or remove this item from "
-                "your input.",
-                param="input",
-            )
-    return [found[i["id"]] if i.get("type") == "item_reference" else i for i in request_input]
 
 
 def turn_messages(

@@ -26,9 +26,16 @@ JSON = dict[str, Any]
 class StoreError(StreamFixError):
     """The store cannot serve a call (the server answers 500 ``server_error``)."""
 
+    #: What a server answers: the HTTP status and the OpenAI error ``code`` (``server_error``).
+    status = 500
+    code = "store_error"
+
 
 class StoreUnavailable(StoreError):
     """The store's backend is down or timed out (the server answers 503 ``server_error``)."""
+
+    status = 503
+    code = "store_unavailable"
 
 
 class ResponseStore(ABC):

@@ -526,7 +526,12 @@ def build_app(source: str, settings: EngineSettings, site_dir: str | None = None
     from tensorrt_llm.serve import openai_protocol
 
     added = align_protocol(openai_protocol)
-    from tensorrt_llm.serve import openai_server
+    # An import statement of the dotted name, as upstream's package imports its server
+    # (``from .openai_server import ...``): it goes through the audited import, so the
+    # plugin's hook is consulted before realstub's finder and patches after it loads.
+    import tensorrt_llm.serve.openai_server  # noqa: F401
+
+    openai_server = sys.modules["tensorrt_llm.serve.openai_server"]
 
     pool = WorkerPool(settings.workers, source, site_dir) if settings.workers else None
     server = construct_server(openai_server, FakeLLM(settings, pool))

@@ -11,6 +11,11 @@ With ``postproc_worker_enabled`` the post-processor and its args are pickled and
 once per request, as the executor sends them to a PostprocWorker, and each response's
 frames are read from ``outputs[0]._postprocess_result``. Frames are restamped at the egress
 (``stamp_sse_sequence_number``).
+
+Where FastAPI is installed, ``OpenAIServer.__init__`` builds ``self.app`` with the
+``FastAPI`` name imported here and registers ``GET`` / ``DELETE /v1/responses/{id}``,
+whose handlers call the conversation store with no error path, as upstream's do (the
+oldest test environment has no web framework: no name, no app).
 """
 
 from __future__ import annotations
@@ -18,6 +23,11 @@ from __future__ import annotations
 import pickle
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+
+try:
+    from fastapi import FastAPI
+except ImportError:  # the oldest test environment: no app
+    pass
 
 from ..executor.postproc_worker import PostprocParams
 from .openai_protocol import ResponsesRequest
@@ -60,6 +70,35 @@ class OpenAIServer:
         self.reasoning_parser = None
         # How a PostprocWorker runs: (pickled PostprocParams, response) -> frames.
         self.worker = worker or _inline_worker
+        if "FastAPI" in globals():
+            self.app = FastAPI()
+            self.register_routes()
+
+    def register_routes(self) -> None:
+        route = "/v1/responses/{response_id}"
+        self.app.add_api_route(route, self.openai_responses_get_response, methods=["GET"])
+        self.app.add_api_route(route, self.openai_responses_delete_response, methods=["DELETE"])
+
+    def _error(self, message: str, status: int) -> Any:
+        from fastapi.responses import JSONResponse
+
+        body = {"object": "error", "message": message, "type": "InvalidRequestError"}
+        return JSONResponse({**body, "param": None, "code": status}, status_code=status)
+
+    async def openai_responses_get_response(self, response_id: str) -> Any:
+        from fastapi.responses import JSONResponse
+
+        response = await self.conversation_store.load_response(response_id)
+        if response is None:
+            return self._error(f"Response with id '{response_id}' not found.", 404)
+        return JSONResponse(content=response.model_dump())
+
+    async def openai_responses_delete_response(self, response_id: str) -> Any:
+        from fastapi.responses import JSONResponse
+
+        if not await self.conversation_store.pop_response(response_id):
+            return self._error(f"Response with id '{response_id}' not found.", 404)
+        return JSONResponse(content={"id": response_id, "object": "response", "deleted": True})
 
     async def openai_responses(self, request: ResponsesRequest) -> Any:
         prev_response = None
