@@ -113,6 +113,18 @@ def running_server(
         log.close()
 
 
+def client_limits(connections: int) -> Any:
+    """``httpx.Limits`` for ``connections`` concurrent requests to :func:`running_server`: an
+    idle connection is dropped well before the server's keep-alive ends (httpx's default
+    equals upstream's 5 s, so under load a request can go out on a connection the server is
+    closing and be reset: ``httpx.ReadError``)."""
+    import httpx
+
+    from .server import KEEP_ALIVE_S
+
+    return httpx.Limits(max_connections=connections, keepalive_expiry=KEEP_ALIVE_S / 5)
+
+
 # -- one request ---------------------------------------------------------------------------
 
 
