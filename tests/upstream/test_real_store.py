@@ -24,6 +24,7 @@ from trtllm_stream_fix.testing.realstub.serve_matrix import (
     client_limits,
     running_server,
 )
+from trtllm_stream_fix.testing.realstub.server import KEEP_ALIVE_S
 
 pytestmark = pytest.mark.cpu_only
 
@@ -65,6 +66,12 @@ def _second_turns(url: str, count: int) -> tuple[Counter, list[str]]:
     ended = asyncio.run(go())
     problems = [f"conversation {n}, {why}" for n, (_, why) in enumerate(ended) if why]
     return Counter(outcome for outcome, _ in ended), problems
+
+
+def test_the_client_drops_an_idle_connection_well_before_the_server_does():
+    """A request sent on a connection the server is closing is reset (``httpx.ReadError``,
+    seen under load with httpx's default 5 s, equal to upstream's keep-alive)."""
+    assert client_limits(8).keepalive_expiry <= KEEP_ALIVE_S / 2
 
 
 @pytest.mark.slow
