@@ -16,7 +16,7 @@ from trtllm_stream_fix.pipe import READER_GONE_STATUS
 
 pytestmark = pytest.mark.cpu_only
 
-STANDIN = Path(__file__).parent / "standin"
+STANDIN = Path(__file__).parents[1] / "standin"
 PIPE_BYTES = 4096  # the smallest pipe: any output larger than this must wait for the reader
 
 
