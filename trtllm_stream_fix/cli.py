@@ -12,6 +12,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from . import pipe
+
 PROG = "trtllm-stream-fix"
 PROTOCOLS = ("responses", "chat", "triton")
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
@@ -316,11 +318,10 @@ def _print_record(record: Any, as_json: bool) -> None:
         summary["events"] = len(record.events)
         print(json.dumps(summary, ensure_ascii=False))
         return
-    from rich.console import Console
     from rich.markup import escape
 
     # Everything below but our own markup comes from the server or the record: escaped.
-    console = Console(highlight=False, soft_wrap=True)
+    console = pipe.console(highlight=False, soft_wrap=True)
     colour = "green" if record.ok else "red"
     console.print(
         f"[bold {colour}]{escape(record.outcome)}[/] ({escape(record.protocol)}, "
@@ -367,6 +368,13 @@ def _print_hints(record: Any, command: str, allow_incomplete: bool) -> None:
         )
 
 
+def _report(record: Any, args: argparse.Namespace, command: str) -> int:
+    """Print a checked record and what to do about a failure; 0 only when it is valid."""
+    _print_record(record, args.json)
+    _print_hints(record, command, args.allow_incomplete)
+    return 0 if record.ok else 1
+
+
 def _validate(args: argparse.Namespace, rest: list[str]) -> int:
     import httpx
 
@@ -382,9 +390,7 @@ def _validate(args: argparse.Namespace, rest: list[str]) -> int:
         except OSError as exc:
             print(f"{PROG} validate: cannot save the record: {exc}", file=sys.stderr)
             return 2
-    _print_record(record, args.json)
-    _print_hints(record, "validate", args.allow_incomplete)
-    return 0 if record.ok else 1
+    return _report(record, args, "validate")
 
 
 def _add_validate(sub: Any) -> None:
@@ -447,9 +453,7 @@ def _replay(args: argparse.Namespace, rest: list[str]) -> int:
     except (OSError, ValueError, TypeError) as exc:
         print(f"{PROG} replay: cannot replay {args.file}: {exc}", file=sys.stderr)
         return 2
-    _print_record(record, args.json)
-    _print_hints(record, "replay", args.allow_incomplete)
-    return 0 if record.ok else 1
+    return _report(record, args, "replay")
 
 
 def _add_replay(sub: Any) -> None:
@@ -544,13 +548,18 @@ def _dispatch(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Console entry point: no traceback for an unexpected error unless asked for."""
+    """Console entry point: no traceback for an unexpected error unless asked for; output into
+    a reader that closed early (``| head``) ends quietly with status 141."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _dispatch(build_parser(with_scenarios=argv[:1] == ["serve"]), argv)
+        status = _dispatch(build_parser(with_scenarios=argv[:1] == ["serve"]), argv)
+        sys.stdout.flush()  # a closed reader shows here, not in the interpreter's last flush
+        return status
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
+        if isinstance(exc, BrokenPipeError) and pipe.silence_gone_outputs():
+            return pipe.READER_GONE_STATUS
         if os.environ.get(TRACEBACK_ENV) == "1":
             raise
         command = f" {argv[0]}" if argv and not argv[0].startswith("-") else ""

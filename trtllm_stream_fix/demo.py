@@ -337,11 +337,12 @@ def summary_table(title: str, results: Sequence[Judged], first_interval: int) ->
 
 def print_report(results: Sequence[StreamResult], elapsed: float) -> None:
     """Rich tables: per-request detail, then the summary."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console()
+    from .pipe import console as pipe_console
+
+    console = pipe_console()
     columns = sorted(
         {(r.generator, r.interval) for r in results}, key=lambda k: (GENERATORS.index(k[0]), k[1])
     )
@@ -386,10 +387,11 @@ def _progress_reporter() -> Iterator[Callable[[int, int, str], None]]:
             f"[{done}/{total}] {label}", file=sys.stderr, flush=True
         )
         return
-    from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(console=Console(stderr=True), transient=True) as bar:
+    from .pipe import console as pipe_console
+
+    with Progress(console=pipe_console(stderr=True), transient=True) as bar:
         task = bar.add_task("streaming", total=None)
         yield lambda done, total, label: bar.update(
             task, completed=done, total=total, description=label

@@ -168,10 +168,11 @@ summarize_chat = summarize
 
 def print_chat_report(results: Sequence[ChatStreamResult]) -> None:
     """Rich table of the chat summary, then one reason per failing upstream interval."""
-    from rich.console import Console
     from rich.markup import escape
 
-    console = Console()
+    from .pipe import console as pipe_console
+
+    console = pipe_console()
     title = "Chat Completions (/v1/chat/completions), same tokens for every interval"
     console.print(summary_table(title, results, min(r.interval for r in results)))
     shown: dict[int, ChatStreamResult] = {}

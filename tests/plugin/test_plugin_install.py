@@ -110,42 +110,51 @@ def test_uninstall_leaves_a_name_someone_else_rebound():
         responses_utils._parse_response_input = before[_index(INPUT)]
 
 
-def test_a_response_model_mismatch_refuses_only_its_own_set(monkeypatch, caplog):
-    """The complete Response model is its own group: the event fix stays in place."""
+def _from_request(cls, request, sampling, model_name, created_time, output, status):
+    raise AssertionError("never called")  # renamed: the replacement reads sampling_params
 
-    def from_request(cls, request, sampling, model_name, created_time, output, status):
-        raise AssertionError("never called")  # renamed: the replacement reads sampling_params
 
-    monkeypatch.setattr(
-        responses_utils.ResponsesResponse, "from_request", classmethod(from_request)
-    )
-    model = responses_utils.ResponsesResponse
+def _create_response(final_res, request, model_name):  # an upstream that changed shape
+    raise AssertionError("never called")
+
+
+#: Per optional group: (the object, the attribute given another shape, that shape, the target
+#: refused, the module attribute upstream keeps, what the refusal names).
+OTHER_SHAPES = {
+    "response": (
+        lambda: responses_utils.ResponsesResponse,
+        "from_request",
+        classmethod(_from_request),
+        RESPONSE_MODEL,
+        "ResponsesResponse",
+        "ResponsesResponse.from_request",
+    ),
+    "usage": (
+        lambda: responses_utils,
+        "_create_response",
+        _create_response,
+        CREATE_RESPONSE,
+        "_create_response",
+        "_create_response",
+    ),
+}
+
+
+@pytest.mark.parametrize("group", OTHER_SHAPES)
+def test_a_mismatch_refuses_only_its_own_group(monkeypatch, caplog, group):
+    """The complete Response model and the non-streaming usage patch are groups of their own:
+    a target of another shape is left as upstream's, and the event fix stays in place."""
+    owner, attr, other, target, kept_name, named = OTHER_SHAPES[group]
+    monkeypatch.setattr(owner(), attr, other)
+    kept = getattr(responses_utils, kept_name)
     with caplog.at_level(logging.WARNING, logger="trtllm_stream_fix.plugin"):
         report = install()
     statuses = {o.target: o.status for o in _on_line(report.outcomes)}
-    assert statuses.pop(RESPONSE_MODEL) == "refused"
+    assert statuses.pop(target) == "refused"
     assert set(statuses.values()) == {"patched"}
-    assert responses_utils.ResponsesResponse is model
-    assert "ResponsesResponse.from_request" in install_mod.last_refusals()["response"]
-    assert install_mod.is_active()
-
-
-def test_a_create_response_mismatch_refuses_only_the_usage_set(monkeypatch, caplog):
-    """The non-streaming usage patch is its own group: a ``_create_response`` of another
-    shape is left as upstream's, the event fix and the Response model stay in place."""
-
-    def _create_response(final_res, request, model_name):  # an upstream that changed shape
-        raise AssertionError("never called")
-
-    monkeypatch.setattr(responses_utils, "_create_response", _create_response)
-    with caplog.at_level(logging.WARNING, logger="trtllm_stream_fix.plugin"):
-        report = install()
-    statuses = {o.target: o.status for o in _on_line(report.outcomes)}
-    assert statuses.pop(CREATE_RESPONSE) == "refused"
-    assert set(statuses.values()) == {"patched"}
-    assert responses_utils._create_response is _create_response
-    assert "_create_response" in install_mod.last_refusals()["usage"]
-    assert "_create_response" in caplog.text
+    assert getattr(responses_utils, kept_name) is kept
+    assert named in install_mod.last_refusals()[group]
+    assert named in caplog.text
     assert install_mod.is_active()
 
 

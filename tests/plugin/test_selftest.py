@@ -65,57 +65,65 @@ def _edited_standin(tmp_path: Path, module: str, old: str, new: str) -> Path:
     return copy
 
 
+def _selftest_on_edit(tmp_path: Path, old: str, new: str, count: int) -> str:
+    """The self-test's output on the stand-in with one edit in ``responses_utils``; it exits 0."""
+    standin = _edited_standin(tmp_path, "responses_utils", old, new)
+    proc = _doctor("--count", str(count), standin=standin)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    return proc.stdout
+
+
 def test_an_unrecorded_compatible_shape_passes_every_group(tmp_path):
     """A ``_create_response`` with an optional keyword no recorded line has (as the
     tool-call-ids line lacked one): the usage group installs and every group passes."""
-    standin = _edited_standin(
+    out = _selftest_on_edit(
         tmp_path,
-        "responses_utils",
         "    tokenizer=None,\n):\n    if not use_harmony:\n",
         "    tokenizer=None,\n    tenant=None,\n):\n    if not use_harmony:\n",
+        count=2,
     )
-    proc = _doctor("--count", "2", standin=standin)
-    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     for title in ("Responses streaming", "Chat Completions", "Response model"):
-        assert f"{title}: PASS" in proc.stdout
-    assert "Non-streaming usage: PASS" in proc.stdout and "verdict: PASS" in proc.stdout
+        assert f"{title}: PASS" in out
+    assert "Non-streaming usage: PASS" in out and "verdict: PASS" in out
 
 
-def test_a_refused_optional_group_leaves_the_others_passing_and_exits_zero(tmp_path):
-    """A ``_create_response`` annotated to return another kind refuses the usage group
-    only: the streams still run, every installed group passes, the verdict says usage is off."""
-    standin = _edited_standin(
-        tmp_path,
-        "responses_utils",
+#: Per optional group: an edit that gives its target another shape, and what the verdict
+#: then says of the group (refused, why, and what is off without it).
+REFUSED_OPTIONAL = {
+    "usage": (
         "    tokenizer=None,\n):\n    if not use_harmony:\n",
         "    tokenizer=None,\n) -> ResponsesResponse:\n    if not use_harmony:\n",
-    )
-    proc = _doctor("--count", "4", standin=standin)
-    out = proc.stdout
-    assert proc.returncode == 0, out + proc.stderr[-2000:]
-    assert "Non-streaming usage: REFUSED (" in out and "returns responsesresponse, not tuple" in out
-    assert "Responses streaming: PASS" in out and "strict checker passes: 12/12" in out
-    assert "Chat Completions: PASS" in out and "Response model: PASS" in out
-    assert (
-        "off: Non-streaming usage: a non-streaming Harmony body reports reasoning_tokens 0" in out
-    )
-    assert "verdict: PASS; 1 optional group(s) off" in out
-    assert "no Responses stream was run" not in out
-
-
-def test_a_store_of_another_shape_refuses_the_store_group_only(tmp_path):
-    standin = _edited_standin(
-        tmp_path,
-        "responses_utils",
+        (
+            "Non-streaming usage: REFUSED (",
+            "returns responsesresponse, not tuple",
+            "off: Non-streaming usage: a non-streaming Harmony body reports reasoning_tokens 0",
+        ),
+    ),
+    "store": (
         "    async def pop_response(self, resp_id: str | None = None) -> bool:",
         "    async def pop_response(self, resp_id: str, tenant: str) -> bool:",
-    )
-    proc = _doctor("--count", "4", standin=standin)
-    out = proc.stdout
-    assert proc.returncode == 0, out + proc.stderr[-2000:]
-    assert "Response store: REFUSED (" in out and "pop_response" in out
-    assert "off: Response store: upstream's in-process store keeps 16 responses" in out
+        (
+            "Response store: REFUSED (",
+            "pop_response",
+            "off: Response store: upstream's in-process store keeps 16 responses",
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("group", REFUSED_OPTIONAL)
+def test_a_refused_optional_group_leaves_the_others_passing_and_exits_zero(tmp_path, group):
+    """A target of another shape (``_create_response`` annotated to return another kind, a
+    store whose ``pop_response`` takes other parameters) refuses its optional group only: the
+    streams still run, every installed group passes, the verdict names the group as off."""
+    old, new, said = REFUSED_OPTIONAL[group]
+    out = _selftest_on_edit(tmp_path, old, new, count=4)
+    for text in said:
+        assert text in out, out
+    assert "Responses streaming: PASS" in out and "strict checker passes: 12/12" in out
+    assert "Chat Completions: PASS" in out and "Response model: PASS" in out
     assert "verdict: PASS; 1 optional group(s) off" in out
+    assert "no Responses stream was run" not in out
 
 
 def test_an_unreachable_redis_store_fails_the_store_group(tmp_path):

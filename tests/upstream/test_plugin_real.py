@@ -21,15 +21,14 @@ the same checks (so the checks can fail).
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
-import subprocess
 import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _result import run_result
 
 from trtllm_stream_fix.testing.realstub.drive_preclass import is_pre_class
 
@@ -84,19 +83,8 @@ def run_driver(
         pytest.skip(reason)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(TESTS), str(REPO))))
     env.pop("TRTLLM_STREAM_FIX", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", f"realstub.{module}", str(root), str(outputs), *extra],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=TESTS,
-        timeout=600,
-        check=False,
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert lines, proc.stderr[-3000:]
-    result = json.loads(lines[-1][len("RESULT ") :])
-    assert "error" not in result, result.get("traceback", result.get("error"))
+    command = [sys.executable, "-m", f"realstub.{module}", str(root), str(outputs), *extra]
+    result = run_result(command, env, cwd=TESTS)
     result["root"] = str(root)
     return result
 

@@ -18,14 +18,13 @@ values; the plugin only adds OpenAI's fields upstream's model lacks.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from functools import cache
 from typing import Any
 
 import pytest
+from _result import run_result
 from test_real_server import _trees
 
 pytestmark = pytest.mark.cpu_only
@@ -41,12 +40,7 @@ def _drive(tree: str, plugin: bool) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "TRTLLM_STREAM_FIX"}
     module = "trtllm_stream_fix.testing.realstub.drive_disagg"
     command = [sys.executable, "-m", module, tree, str(OUTPUTS), "on" if plugin else "off"]
-    proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert lines, proc.stderr[-3000:]
-    result = json.loads(lines[-1][len("RESULT ") :])
-    assert "error" not in result, result["error"]
-    return result
+    return run_result(command, env)
 
 
 @pytest.fixture(scope="module", params=_trees())

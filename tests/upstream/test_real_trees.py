@@ -19,16 +19,15 @@ skips without them. Two checks:
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
-import subprocess
 import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _result import run_result
 from test_plugin_real import _source, _sources
 
 pytestmark = pytest.mark.cpu_only
@@ -89,19 +88,7 @@ def test_the_protocol_defines_what_responses_utils_uses(tree):
 def _matrix(root: str, workers: str = "pickled", outputs: int = MATRIX_OUTPUTS) -> dict[str, Any]:
     env = dict(os.environ)
     env.pop("TRTLLM_STREAM_FIX", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", MATRIX, root, str(outputs), "--workers", workers],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert lines, proc.stderr[-3000:]
-    payload = json.loads(lines[-1][len("RESULT ") :])
-    assert "error" not in payload, payload.get("traceback", payload.get("error"))
-    return payload
+    return run_result([sys.executable, "-m", MATRIX, root, str(outputs), "--workers", workers], env)
 
 
 def test_with_the_plugin_every_matrix_cell_passes(tree):

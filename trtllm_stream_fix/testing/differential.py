@@ -302,10 +302,11 @@ def check_main(argv: Sequence[str] | None = None) -> int:
     if args.outputs < 1:
         parser.error("--outputs must be >= 1")
 
-    from rich.console import Console
     from rich.progress import Progress
 
-    console = Console(stderr=True)
+    from ..pipe import console as pipe_console
+
+    console = pipe_console(stderr=True)
     from . import chat_baseline  # noqa: F401 - registers the "upstream" chat implementation
     from .chat_differential import run_chat_check
 
@@ -344,9 +345,9 @@ def check_main(argv: Sequence[str] | None = None) -> int:
         summary["chat_upstream"] = _json_counts(chat["upstream"])
         print(json.dumps(summary))
     else:
-        _print_table(Console(), count, streams, tallies)
+        _print_table(pipe_console(), count, streams, tallies)
         _print_table(
-            Console(),
+            pipe_console(),
             count,
             chat_streams,
             chat,

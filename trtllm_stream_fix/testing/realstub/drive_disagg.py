@@ -37,6 +37,7 @@ from typing import Any
 
 MODEL = "gpt-oss-20b"
 GEN_PENDING = ("length", "not_finished")  # the orchestrator's _need_gen
+WORKER_URL = "http://worker"  # each worker app is called in-process over ASGI
 
 
 def usage_info(usage: dict[str, Any]) -> dict[str, Any]:
@@ -85,7 +86,7 @@ def context_counts(ctx: dict[str, Any]) -> tuple[int, int]:
 async def responses_events(http: Any, body: dict[str, Any]) -> list[dict[str, Any]]:
     from .serve_matrix import stream_response
 
-    return await stream_response(http, "http://worker", body)
+    return await stream_response(http, WORKER_URL, body)
 
 
 def without_usage(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -106,20 +107,6 @@ def terminal_usage(events: list[dict[str, Any]]) -> tuple[int | None, int | None
             details = usage.get("input_tokens_details") or {}
             return usage.get("input_tokens"), details.get("cached_tokens")
     return None, None
-
-
-async def chat_payloads(http: Any, body: dict[str, Any]) -> tuple[list[Any], str]:
-    payloads: list[Any] = []
-    problem = ""
-    async with http.stream("POST", "http://worker/v1/chat/completions", json=body) as reply:
-        try:
-            async for line in reply.aiter_lines():
-                if line.startswith("data: "):
-                    data = line[len("data: ") :]
-                    payloads.append("[DONE]" if data == "[DONE]" else json.loads(data))
-        except Exception as exc:  # the server broke the stream off
-            problem = f"stream broken: {type(exc).__name__}: {exc}"[:300]
-    return payloads, problem
 
 
 def _chat_text(visible: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -171,10 +158,9 @@ async def responses_case(workers: dict[str, Any], seed: int) -> dict[str, Any]:
 
 
 async def chat_case(workers: dict[str, Any], seed: int) -> dict[str, Any]:
-    from ..chat_differential import chat_visible, check_chat_payloads
-    from ..chat_oracle import SDKRejected, sdk_accumulate_chat
+    from ..chat_differential import chat_visible
     from ..synthetic import generate_output
-    from .serve_matrix import normalized
+    from .serve_matrix import chat_stream, chat_verdicts, normalized
 
     malformed = generate_output(seed).malformed
     body = {"model": MODEL, "messages": [{"role": "user", "content": f"hi, seed {seed}"}]}
@@ -189,19 +175,11 @@ async def chat_case(workers: dict[str, Any], seed: int) -> dict[str, Any]:
     expected = context_counts(ctx)
     streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
     gen = generation_request(streamed, ctx, choice["disaggregated_params"])
-    payloads, _ = await chat_payloads(workers["gen1"], streamed)
+    payloads, _ = await chat_stream(workers["gen1"], WORKER_URL, streamed)
     visible = {"aggregated": _chat_text(chat_visible(payloads))}
     for name in ("gen1", "gen20"):
-        payloads, problem = await chat_payloads(workers[name], gen)
-        check = check_chat_payloads(payloads)
-        strict = not problem and not check.violations and check.done
-        strict = strict and (check.error is not None) == malformed
-        try:
-            sdk = (sdk_accumulate_chat(payloads).error is not None) == malformed
-        except SDKRejected as exc:
-            sdk, problem = False, problem or f"SDK: {exc}"[:300]
-        if not strict:
-            problem = problem or (check.violations or [f"terminal {check.terminal}"])[0]
+        payloads, problem = await chat_stream(workers[name], WORKER_URL, gen)
+        strict, sdk, problem = chat_verdicts(payloads, problem, malformed)
         usage = next(
             (p.get("usage") for p in payloads if isinstance(p, dict) and p.get("usage")), None
         )
@@ -249,7 +227,7 @@ async def run(apps: dict[str, Any], seeds: list[int]) -> dict[str, Any]:
     clients = {
         name: httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app, raise_app_exceptions=False),
-            base_url="http://worker",
+            base_url=WORKER_URL,
             timeout=120,
         )
         for name, app in apps.items()

@@ -304,20 +304,22 @@ def markdown(payload: dict[str, Any], line: str) -> str:
     """The payload's rows as the note's table (one line per cell)."""
     out = []
     for side, label in (("upstream", "unpatched"), ("plugin", "plugin")):
-        for r in payload[side]:
-            n = r["n"]
-            if not r["store"]:
-                stored = "-"
-            elif r["workers"]:
-                stored = "n/a (off with workers)"
-            else:
-                stored = f"{r['stored']}/{n}"
-            out.append(
-                f"| {line} | {label} | {r['workers']} | {r['interval']} | {r['mode']} | "
-                f"{'on' if r['store'] else 'off'} | {r['strict']}/{n} | {r['sdk']}/{n} | "
-                f"{r['identical']}/{n} | {stored} |"
-            )
+        out += [f"| {line} | {label} | {count_cells(r)} |" for r in payload[side]]
     return "\n".join(out)
+
+
+def count_cells(row: dict[str, Any]) -> str:
+    """A row's cells from workers to stored, as the notes' tables print them (upstream turns
+    storage off with workers; a chat row has no store)."""
+    n = row["n"]
+    if row["store"] and row["workers"]:
+        stored = "n/a (off with workers)"
+    else:
+        stored = f"{row['stored']}/{n}" if row["store"] else "-"
+    store = "-" if row.get("api") == "chat" else ("on" if row["store"] else "off")
+    counts = [f"{row[key]}/{n}" for key in ("strict", "sdk", "identical")]
+    cells = (row["workers"], row["interval"], row["mode"], store, *counts, stored)
+    return " | ".join(map(str, cells))
 
 
 def _cli(argv: list[str]) -> None:

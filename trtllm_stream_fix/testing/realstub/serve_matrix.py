@@ -113,6 +113,18 @@ def running_server(
         log.close()
 
 
+def client_limits(connections: int) -> Any:
+    """``httpx.Limits`` for ``connections`` concurrent requests to :func:`running_server`: an
+    idle connection is dropped well before the server's keep-alive ends (httpx's default
+    equals upstream's 5 s, so under load a request can go out on a connection the server is
+    closing and be reset: ``httpx.ReadError``)."""
+    import httpx
+
+    from .server import KEEP_ALIVE_S
+
+    return httpx.Limits(max_connections=connections, keepalive_expiry=KEEP_ALIVE_S / 5)
+
+
 # -- one request ---------------------------------------------------------------------------
 
 
@@ -224,8 +236,7 @@ async def chat(http: Any, url: str, seed: int, stream: bool) -> dict[str, Any]:
     """
     from openai.types.chat import ChatCompletion
 
-    from ..chat_differential import chat_visible, check_chat_payloads
-    from ..chat_oracle import SDKRejected, sdk_accumulate_chat
+    from ..chat_differential import chat_visible
     from ..synthetic import generate_output
 
     malformed = generate_output(seed).malformed
@@ -249,6 +260,15 @@ async def chat(http: Any, url: str, seed: int, stream: bool) -> dict[str, Any]:
         message = (data.get("choices") or [{}])[0].get("message") or {}
         visible = normalized([message.get(k) for k in ("content", "reasoning", "tool_calls")])
         return {"strict": ok, "sdk": ok, "problem": problem, "visible": visible}
+    payloads, problem = await chat_stream(http, url, body)
+    strict, sdk, problem = chat_verdicts(payloads, problem, malformed)
+    visible = normalized(chat_visible(payloads))
+    return {"strict": strict, "sdk": sdk, "problem": problem, "visible": visible}
+
+
+async def chat_stream(http: Any, url: str, body: dict[str, Any]) -> tuple[list[Any], str]:
+    """The payloads of one streamed ``/v1/chat/completions`` request (``[DONE]`` as the string)
+    and why the stream broke off ("" when it did not)."""
     payloads: list[Any] = []
     problem = ""
     async with http.stream("POST", f"{url}/v1/chat/completions", json=body) as reply:
@@ -259,6 +279,15 @@ async def chat(http: Any, url: str, seed: int, stream: bool) -> dict[str, Any]:
                     payloads.append("[DONE]" if data == "[DONE]" else json.loads(data))
         except Exception as exc:  # the server broke the stream off
             problem = f"stream broken: {type(exc).__name__}: {exc}"[:300]
+    return payloads, problem
+
+
+def chat_verdicts(payloads: list[Any], problem: str, malformed: bool) -> tuple[bool, bool, str]:
+    """(strict chat checker ok, SDK accepts, first problem) for one chat stream: a complete
+    stream, or for a ``malformed`` generation one that ends in an OpenAI error."""
+    from ..chat_differential import check_chat_payloads
+    from ..chat_oracle import SDKRejected, sdk_accumulate_chat
+
     check = check_chat_payloads(payloads)
     strict = not problem and not check.violations and check.done
     strict = strict and (check.error is not None) == malformed
@@ -268,8 +297,7 @@ async def chat(http: Any, url: str, seed: int, stream: bool) -> dict[str, Any]:
         sdk, problem = False, problem or f"SDK: {exc}"[:300]
     if not strict:
         problem = problem or (check.violations or [f"terminal {check.terminal}"])[0]
-    visible = normalized(chat_visible(payloads))
-    return {"strict": strict, "sdk": sdk, "problem": problem, "visible": visible}
+    return strict, sdk, problem
 
 
 # -- a conversation, through the OpenAI SDK ----------------------------------------------------
@@ -402,6 +430,8 @@ def table(source: str, count: int, *, draft_tokens: int = 0) -> dict[str, Any]:
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The rows as the note's table."""
+    from .matrix import count_cells
+
     lines = [
         "| line | api | | workers | interval | mode | store | strict | SDK | identical to 1 "
         "| stored |",
@@ -409,16 +439,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     ]
     order = ("api", "plugin", "workers", "interval", "mode", "store")
     for r in sorted(rows, key=lambda r: tuple(str(r[k]) for k in order)):
-        n = r["n"]
-        stored = f"{r['stored']}/{n}" if r["stored"] is not None else "-"
-        if r["store"] and r["workers"]:
-            stored = "n/a (off with workers)"
-        store = "-" if r["api"] == "chat" else ("on" if r["store"] else "off")
-        lines.append(
-            f"| {r['line']} | {r['api']} | {'plugin' if r['plugin'] else 'unpatched'} | "
-            f"{r['workers']} | {r['interval']} | {r['mode']} | {store} | "
-            f"{r['strict']}/{n} | {r['sdk']}/{n} | {r['identical']}/{n} | {stored} |"
-        )
+        side = "plugin" if r["plugin"] else "unpatched"
+        lines.append(f"| {r['line']} | {r['api']} | {side} | {count_cells(r)} |")
     return "\n".join(lines)
 
 

@@ -549,6 +549,8 @@ def plugin_site_dir() -> str:
 
 SOURCE_ENV = "TRTLLM_SOURCE_DIR"
 PROG = "trtllm-stream-fix serve --engine trtllm-source"
+#: Seconds uvicorn keeps an idle connection open, as upstream (``TIMEOUT_KEEP_ALIVE``).
+KEEP_ALIVE_S = 5
 
 
 def source_problem(source: str | None) -> str | None:
@@ -617,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
         file=sys.stderr,
         flush=True,
     )
-    config = uvicorn.Config(app, log_level=args.log_level, timeout_keep_alive=5)
+    config = uvicorn.Config(app, log_level=args.log_level, timeout_keep_alive=KEEP_ALIVE_S)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
