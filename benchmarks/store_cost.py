@@ -273,7 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(report))
     else:
         print(f"{header}\n\n{table}")
-    return 0 if row.wrong == 0 and row.turns == row.conversations * row.turns_per_conversation else 1
+    complete = row.turns == row.conversations * row.turns_per_conversation
+    return 0 if row.wrong == 0 and complete else 1
 
 
 if __name__ == "__main__":

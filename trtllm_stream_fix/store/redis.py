@@ -5,10 +5,11 @@ Keys (``prefix`` default ``trtllm-stream-fix:``): ``{prefix}response:{id}`` (the
 ``{prefix}messages:{id}`` (its conversation), ``{prefix}item:{id}`` (each output item), JSON
 values, each with the store's TTL (default 30 days). A put is one round trip: a Lua script
 that sets every key of the record (atomic like MULTI/EXEC, at about half its cost per call in
-the client), a read one command. Calls share a pool of ``max_connections`` connections (default 64; a call
-waits up to ``timeout`` for a free one). Every call is bounded by ``timeout`` (connect and
-read, default 1 s) and retried once (a pooled connection a restarted Redis closed): a Redis
-that is down or slow is :class:`StoreUnavailable` within about two timeouts, never a hang.
+the client), a read one command. Calls share a pool of ``max_connections`` connections
+(default 64; a call waits up to ``timeout`` for a free one). Every call is bounded by
+``timeout`` (connect and read, default 1 s) and retried once (a pooled connection a
+restarted Redis closed): a Redis that is down or slow is :class:`StoreUnavailable` within
+about two timeouts, never a hang.
 
 Needs the ``redis`` package (the ``store`` extra), imported when a store is created.
 """
