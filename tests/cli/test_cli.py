@@ -170,6 +170,8 @@ def test_replay_with_the_wrong_protocol_suggests_the_right_one(base_url, tmp_pat
 @pytest.mark.parametrize("extra", [[], ["--help"]])
 def test_serve_engine_trtllm_without_trtllm_says_where_to_run_it(monkeypatch, capsys, extra):
     monkeypatch.setitem(sys.modules, "tensorrt_llm", None)  # not importable here
+    for name in [m for m in sys.modules if m.startswith("tensorrt_llm.")]:
+        monkeypatch.delitem(sys.modules, name)  # the stand-in an earlier test imported
     assert cli.main(["serve", "--engine", "trtllm", *extra]) == 2
     err = capsys.readouterr().err
     assert "TensorRT-LLM is not installed" in err
