@@ -172,7 +172,9 @@ def test_an_unknown_finish_reason_sends_no_settled_text_in_chat(encoding):
     machine = ChatChunkMachine(context, encoding=encoding)
     frames = machine.feed(_cut_at_a_held_back_byte(encoding), finished=True, finish_reason="abort")
     payloads = [cc.to_dict(f) for f in frames]
-    deltas = [p["choices"][0]["delta"] for p in payloads if isinstance(p, dict) and p.get("choices")]
+    deltas = [
+        p["choices"][0]["delta"] for p in payloads if isinstance(p, dict) and p.get("choices")
+    ]
     assert deltas == [{"role": "assistant"}, {"content": "ab"}]
     assert payloads[-2:] == [
         {
