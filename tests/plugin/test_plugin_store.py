@@ -185,6 +185,35 @@ def test_a_response_of_the_patched_model_loads_again():
     assert isinstance(loaded, responses_utils.ResponsesResponse)
 
 
+@pytest.mark.parametrize("extra", ["allow", "forbid"])
+def test_a_loaded_response_dumps_every_key_it_was_stored_with(extra, monkeypatch):
+    """A stored dump holds keys the model does not declare (the SDK's newer optional fields,
+    null): fetched again, the response dumps them as the client first received them, whether
+    the model allows extras (the stand-in's) or forbids them (upstream's)."""
+    from pydantic import ConfigDict
+
+    from trtllm_stream_fix.plugin import conversation_store
+
+    install()
+    patched = responses_utils.ResponsesResponse
+
+    class Strict(patched):  # upstream's OpenAIBaseModel forbids extras
+        model_config = ConfigDict(extra=extra)
+
+    monkeypatch.setattr(conversation_store, "_response_model", lambda: Strict)
+    store = StoredConversationHistoryStore(store=MemoryStore())
+
+    async def run():
+        await _two_turns(store)
+        stored = await store.store.get("resp_2")
+        stored = {**stored, "moderation": None, "conversation": None}
+        await store.store.put(stored, await store.store.history("resp_2"))
+        return stored, await store.load_response("resp_2")
+
+    stored, loaded = asyncio.run(run())
+    assert loaded.model_dump(mode="json") == stored
+
+
 def test_doctor_judges_upstreams_store_not_the_installed_one(monkeypatch):
     """Once installed, the store's targets are judged by the original the installer saved:
     every one matches a recorded line (``ok``), none reads as drift of our class."""

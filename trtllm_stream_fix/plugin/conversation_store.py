@@ -63,14 +63,18 @@ def _response_model() -> Any:
 
 
 def _validate(stored: Mapping[str, Any]) -> Any:
-    """The stored dump as the model again. A model that forbids extras (upstream's) gets only
-    the keys it declares (the response model's serializer adds OpenAI's fields as null); one
-    that allows them gets them back as they were dumped."""
+    """The stored dump as the model again. A model that forbids extras (upstream's) is given
+    only the keys it declares; the response model's serializer then writes the others as
+    they were stored (the SDK's newer optional fields, say). One that allows extras gets them
+    back as they were dumped."""
     model = _response_model()
     if model.model_config.get("extra") == "allow":  # extras were dumped as such: keep them
         return model.model_validate(dict(stored))
     names = {f.alias or n for n, f in model.model_fields.items()} | set(model.model_fields)
-    return model.model_validate({k: v for k, v in stored.items() if k in names})
+    response = model.model_validate({k: v for k, v in stored.items() if k in names})
+    if "_fix_fields" in getattr(model, "__private_attributes__", {}):
+        response._fix_fields = dict(stored)  # serialized as it was first sent
+    return response
 
 
 class StoredConversationHistoryStore:
