@@ -14,8 +14,8 @@ frames are read from ``outputs[0]._postprocess_result``. Frames are restamped at
 
 Where FastAPI is installed, ``OpenAIServer.__init__`` builds ``self.app`` with the
 ``FastAPI`` name imported here and registers ``GET`` / ``DELETE /v1/responses/{id}``,
-whose handlers call the conversation store with no error path, as upstream's do (the
-oldest test environment has no web framework: no name, no app).
+whose handlers call the conversation store with no error path, as upstream's do (without
+FastAPI: no name, no app; the plugin's optional app patch then finds nothing to patch).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 try:
     from fastapi import FastAPI
-except ImportError:  # the oldest test environment: no app
+except ImportError:  # no web framework: no app
     pass
 
 from ..executor.postproc_worker import PostprocParams
