@@ -139,19 +139,27 @@ class _TextEvents:
 
     delta: type[BaseModel]
     done: type[BaseModel]
-    prefix: str  # of both event types
+    delta_type: str
+    done_type: str
     done_key: str  # the field of the whole text in the done event
     content_index: bool  # whether both carry ``content_index``
     logprobs: bool  # whether both carry ``logprobs``
 
 
 _MESSAGE_TEXT = _TextEvents(
-    ResponseTextDeltaEvent, ResponseTextDoneEvent, "response.output_text", "text", True, True
+    ResponseTextDeltaEvent,
+    ResponseTextDoneEvent,
+    "response.output_text.delta",
+    "response.output_text.done",
+    "text",
+    True,
+    True,
 )
 _REASONING_TEXT = _TextEvents(
     ResponseReasoningTextDeltaEvent,
     ResponseReasoningTextDoneEvent,
-    "response.reasoning_text",
+    "response.reasoning_text.delta",
+    "response.reasoning_text.done",
     "text",
     True,
     False,
@@ -159,7 +167,8 @@ _REASONING_TEXT = _TextEvents(
 _ARGUMENTS = _TextEvents(
     ResponseFunctionCallArgumentsDeltaEvent,
     ResponseFunctionCallArgumentsDoneEvent,
-    "response.function_call_arguments",
+    "response.function_call_arguments.delta",
+    "response.function_call_arguments.done",
     "arguments",
     False,
     False,
@@ -178,7 +187,7 @@ def _text_event(
     else:  # reasoning, built-in tool call
         events = _REASONING_TEXT
     values: dict[str, Any] = {
-        "type": f"{events.prefix}.done" if done else f"{events.prefix}.delta",
+        "type": events.done_type if done else events.delta_type,
         "item_id": record.item_id,
         "output_index": record.output_index,
     }
