@@ -347,3 +347,22 @@ def test_item_references_are_replaced_by_the_stored_items_in_one_call():
     assert Counting.calls == 2  # one per request that references anything
     assert str(unknown).startswith("Item with id 'x' not found. Items are not persisted")
     assert (unknown.status, unknown.param, unknown.item_id) == (400, "input", "x")
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        {"type": "item_reference"},
+        {"type": "item_reference", "id": ["msg_1"]},
+        {"type": "item_reference", "id": None},
+        {"type": "item_reference", "id": ""},
+    ],
+)
+def test_a_malformed_item_reference_is_the_400_naming_it(reference):
+    """A reference without a string id (what a hostile client sends; upstream's request path
+    does not check it before the plugin resolves it) is OpenAI's 400, not a KeyError."""
+    from trtllm_stream_fix.store.references import UnknownItemReference, resolve_item_references
+
+    with pytest.raises(UnknownItemReference, match="An item_reference needs a string `id`") as err:
+        asyncio.run(resolve_item_references(MemoryStore(), [reference]))
+    assert (err.value.status, err.value.param) == (400, "input")
