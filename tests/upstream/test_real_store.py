@@ -233,6 +233,8 @@ def _item_reference_turns(url: str) -> dict:
         unknown = [{"type": "item_reference", "id": "msg_nope"}]
         body = {"model": MODEL, "input": unknown, "store": True}
         out["unknown"] = http.post("/v1/responses", json=body)
+        nameless = [{"type": "item_reference"}]  # a hostile client's: no id at all
+        out["nameless"] = http.post("/v1/responses", json={**body, "input": nameless})
     return out
 
 
@@ -258,3 +260,6 @@ def test_item_references_continue_a_conversation(tree, monkeypatch):
     unknown = plugin["unknown"]
     assert unknown.status_code == 400
     assert unknown.json()["message"].startswith("Item with id 'msg_nope' not found.")
+    nameless = plugin["nameless"]
+    assert nameless.status_code == 400
+    assert nameless.json()["message"] == "An item_reference needs a string `id`; got None."
