@@ -240,7 +240,7 @@ def ours_impl(enc: Any, parser: str | None = None) -> Replay:
 
 def upstream_impl(enc: Any) -> Replay | str:
     try:
-        from trtllm_stream_fix.testing.baseline import UpstreamBaselineStream
+        from trtllm_stream_fix.baseline.responses import UpstreamBaselineStream
     except ImportError as exc:
         return f"baseline unavailable: {exc}"
     return _stream_impl(enc, lambda ctx, e: UpstreamBaselineStream(ctx, encoding=e))

@@ -210,7 +210,7 @@ def embedded_server(
 
 def well_formed_seeds(count: int, min_tokens: int = 64) -> list[int]:
     """Seeds of synthetic generations that end normally (stop, no Harmony error)."""
-    from trtllm_stream_fix.testing.synthetic import generate_output
+    from trtllm_stream_fix.sim.model import generate_output
 
     seeds: list[int] = []
     seed = 0

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import functools
 
+from trtllm_stream_fix.differential.responses import make_stream
 from trtllm_stream_fix.testing import streams
-from trtllm_stream_fix.testing.differential import make_stream
 from trtllm_stream_fix.testing.streams import of_type, split, text_by_item
 
 run = functools.partial(streams.run, make=make_stream)

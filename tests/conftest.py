@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 
 from trtllm_stream_fix.core import fastmodel
+from trtllm_stream_fix.differential.responses import register_upstream_chat
 from trtllm_stream_fix.encoding import load_gpt_oss_encoding
-from trtllm_stream_fix.testing import chat_baseline  # noqa: F401 - the "upstream" chat impl
+
+register_upstream_chat()  # the differential's "upstream" chat implementation
 
 
 def pytest_addoption(parser):

@@ -481,7 +481,7 @@ def _add_replay(sub: Any) -> None:
 _DELEGATES = {
     "demo": ("demo", "demo_main", "compare upstream-equivalent and fixed streaming locally"),
     "check": (
-        "testing.differential",
+        "differential.responses",
         "check_main",
         "differential check over many synthetic outputs",
     ),
@@ -533,7 +533,7 @@ def _dispatch(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     if argv and argv[0] == "serve":
         source_argv = _engine_argv(argv[1:], "trtllm-source")
         if source_argv is not None:
-            return _delegate("testing.realstub.server", "main", source_argv)
+            return _delegate("plugin.realstub.server", "main", source_argv)
         trtllm_argv = _trtllm_serve_argv(argv[1:])
         if trtllm_argv is not None:
             return _delegate("plugin", "serve_trtllm_main", trtllm_argv)

@@ -35,7 +35,7 @@ ELSEWHERE: dict[str, str] = {
     "JSONLimitError": "jsonlimits",
     "ProtocolRequiredError": "checker.client",
     "RequestError": "sim.errors",
-    "SDKRejected": "testing.chat_oracle",
+    "SDKRejected": "differential.chat_oracle",
     "SSEDecodeError": "checker.sse_reader",
     "SSELimitError": "checker.sse_reader",
     "SSEProtocolError": "checker.sse_reader",

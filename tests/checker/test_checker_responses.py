@@ -28,7 +28,7 @@ from openai.types.responses import ResponseStreamEvent
 from openai.types.responses.response_usage import InputTokensDetails
 
 from trtllm_stream_fix.checker import RULES, ResponsesStreamChecker, check_responses_events
-from trtllm_stream_fix.testing.sdk_oracle import REJECTS_DUPLICATE_INDEX
+from trtllm_stream_fix.differential.sdk_oracle import REJECTS_DUPLICATE_INDEX
 
 pytestmark = pytest.mark.cpu_only
 

@@ -20,10 +20,10 @@ from _checker_streams import to_sse, valid_stream
 
 from trtllm_stream_fix import cli
 from trtllm_stream_fix.demo import DEMO_REQUESTS, run_demo
+from trtllm_stream_fix.differential.responses import Tally, _example, check_main
 from trtllm_stream_fix.plugin.doctor import DoctorReport
 from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
 from trtllm_stream_fix.sim.sdk_client import describe_failure
-from trtllm_stream_fix.testing.differential import Tally, _example, check_main
 
 ROOT = Path(__file__).resolve().parents[2]
 

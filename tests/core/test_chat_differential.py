@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from trtllm_stream_fix.testing.chat_differential import (
+from trtllm_stream_fix.differential.chat import (
     CHAT_COUNTS,
     chat_stream,
     check_chat_payloads,
     run_chat_check,
 )
-from trtllm_stream_fix.testing.hostile import hostile_output
-from trtllm_stream_fix.testing.synthetic import NAMED_SCENARIOS, generate_outputs, named_output
-from trtllm_stream_fix.testing.token_soup import STRATEGIES, fuzz_outputs
+from trtllm_stream_fix.differential.hostile import hostile_output
+from trtllm_stream_fix.differential.token_soup import STRATEGIES, fuzz_outputs
+from trtllm_stream_fix.sim.model import NAMED_SCENARIOS, generate_outputs, named_output
 
 pytestmark = pytest.mark.cpu_only
 

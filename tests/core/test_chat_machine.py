@@ -20,14 +20,14 @@ from trtllm_stream_fix.core.chat_machine import (
 )
 from trtllm_stream_fix.core.harmony_tokens import MARKUP
 from trtllm_stream_fix.defaults import default_encoding
-from trtllm_stream_fix.testing.chat_differential import (
+from trtllm_stream_fix.differential.chat import (
     chat_nonstreaming,
     chat_stream,
     chat_visible,
     check_chat_payloads,
 )
-from trtllm_stream_fix.testing.chat_oracle import sdk_accumulate_chat
-from trtllm_stream_fix.testing.synthetic import _corpus, engine_responses, named_output
+from trtllm_stream_fix.differential.chat_oracle import sdk_accumulate_chat
+from trtllm_stream_fix.sim.model import _corpus, engine_responses, named_output
 
 pytestmark = pytest.mark.cpu_only
 

@@ -2,7 +2,7 @@
 """The chat machine's fast Harmony parser (the default) against the reference parser.
 
 Same frames and same non-streaming completion at every split, over synthetic, hostile and
-fuzz generations and hypothesis token soups (``testing.chat_differential.parser_difference``).
+fuzz generations and hypothesis token soups (``differential.chat.parser_difference``).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from trtllm_stream_fix.core import fast_harmony
 from trtllm_stream_fix.core.chat_machine import ChatChunkMachine, ChatContext, ChatOptions
 from trtllm_stream_fix.core.fast_harmony import FastHarmonyDriver
 from trtllm_stream_fix.core.harmony_driver import HarmonyDriver
+from trtllm_stream_fix.differential.chat import parser_difference, run_chat_check
+from trtllm_stream_fix.differential.hostile import hostile_output
+from trtllm_stream_fix.differential.responses import splits_for
 from trtllm_stream_fix.plugin.chat import chat_options
-from trtllm_stream_fix.testing.chat_differential import parser_difference, run_chat_check
-from trtllm_stream_fix.testing.differential import splits_for
+from trtllm_stream_fix.sim.model import SyntheticOutput, generate_outputs
 from trtllm_stream_fix.testing.fuzz import SPECIALS, fuzz_output
-from trtllm_stream_fix.testing.hostile import hostile_output
-from trtllm_stream_fix.testing.synthetic import SyntheticOutput, generate_outputs
 
 pytestmark = pytest.mark.cpu_only
 

@@ -14,8 +14,8 @@ from trtllm_stream_fix.core.machine import ResponsesEventMachine
 from trtllm_stream_fix.core.nonstreaming import build_response
 from trtllm_stream_fix.core.sse import event_to_dict
 from trtllm_stream_fix.defaults import new_context
-from trtllm_stream_fix.testing.sdk_oracle import sdk_accumulate
-from trtllm_stream_fix.testing.visible import client_visible, comparable_response
+from trtllm_stream_fix.differential.sdk_oracle import sdk_accumulate
+from trtllm_stream_fix.differential.visible import client_visible, comparable_response
 
 pytestmark = pytest.mark.cpu_only
 

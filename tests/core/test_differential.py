@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trtllm_stream_fix.testing.chat_differential import CHAT_COUNTS
-from trtllm_stream_fix.testing.differential import (
+from trtllm_stream_fix.differential.chat import CHAT_COUNTS
+from trtllm_stream_fix.differential.hostile import HOSTILE_KINDS, hostile_output, mixed_outputs
+from trtllm_stream_fix.differential.responses import (
     COUNTS,
     Tally,
     check_main,
@@ -24,14 +25,13 @@ from trtllm_stream_fix.testing.differential import (
     stream_events,
     strict_passes,
 )
-from trtllm_stream_fix.testing.hostile import HOSTILE_KINDS, hostile_output, mixed_outputs
-from trtllm_stream_fix.testing.synthetic import (
+from trtllm_stream_fix.differential.visible import client_visible
+from trtllm_stream_fix.sim.model import (
     SyntheticOutput,
     generate_output,
     generate_outputs,
     named_output,
 )
-from trtllm_stream_fix.testing.visible import client_visible
 
 pytestmark = pytest.mark.cpu_only
 

@@ -17,8 +17,8 @@ from trtllm_stream_fix.core.harmony_driver import (
     message_text,
 )
 from trtllm_stream_fix.core.harmony_tokens import STOP_TOKENS
+from trtllm_stream_fix.sim.model import generate_outputs
 from trtllm_stream_fix.testing.driver_messages import RecordingDriver
-from trtllm_stream_fix.testing.synthetic import generate_outputs
 
 pytestmark = pytest.mark.cpu_only
 

@@ -25,15 +25,15 @@ from trtllm_stream_fix.core.harmony_driver import (
 )
 from trtllm_stream_fix.core.harmony_tokens import CALL, END, MESSAGE
 from trtllm_stream_fix.core.machine import ResponsesEventMachine
-from trtllm_stream_fix.testing.driver_messages import RecordingDriver
-from trtllm_stream_fix.testing.fuzz import SPECIALS, fuzz_output
-from trtllm_stream_fix.testing.hostile import hostile_output
-from trtllm_stream_fix.testing.parser_differential import (
+from trtllm_stream_fix.differential.hostile import hostile_output
+from trtllm_stream_fix.differential.parser import (
     driver_difference,
     output_difference,
     splits_for,
 )
-from trtllm_stream_fix.testing.synthetic import SyntheticOutput, generate_outputs
+from trtllm_stream_fix.sim.model import SyntheticOutput, generate_outputs
+from trtllm_stream_fix.testing.driver_messages import RecordingDriver
+from trtllm_stream_fix.testing.fuzz import SPECIALS, fuzz_output
 
 pytestmark = pytest.mark.cpu_only
 

@@ -13,7 +13,7 @@ from trtllm_stream_fix.core.machine import ResponsesEventMachine
 from trtllm_stream_fix.core.nonstreaming import build_response
 from trtllm_stream_fix.core.sse import SSEEncoder, event_to_dict, format_sse
 from trtllm_stream_fix.defaults import new_context
-from trtllm_stream_fix.testing.synthetic import generate_outputs, named_output
+from trtllm_stream_fix.sim.model import generate_outputs, named_output
 
 pytestmark = pytest.mark.cpu_only
 

@@ -11,8 +11,8 @@ import pytest
 from _streams import of_type, run, split, text_by_item
 
 from trtllm_stream_fix.checker import check_responses_events
-from trtllm_stream_fix.testing.sdk_oracle import sdk_accumulate
-from trtllm_stream_fix.testing.visible import client_visible
+from trtllm_stream_fix.differential.sdk_oracle import sdk_accumulate
+from trtllm_stream_fix.differential.visible import client_visible
 
 pytestmark = pytest.mark.cpu_only
 

@@ -14,8 +14,8 @@ from trtllm_stream_fix.core.machine import ResponsesEventMachine
 from trtllm_stream_fix.core.response import build_response, request_echo
 from trtllm_stream_fix.core.sse import event_to_dict, model_to_json
 from trtllm_stream_fix.defaults import new_context
-from trtllm_stream_fix.testing import openai_schema
-from trtllm_stream_fix.testing.synthetic import engine_responses, named_output
+from trtllm_stream_fix.differential import openai_schema
+from trtllm_stream_fix.sim.model import engine_responses, named_output
 
 pytestmark = pytest.mark.cpu_only
 

@@ -10,7 +10,7 @@ import pytest
 from openai_harmony import HarmonyError, Role, StreamableParser
 
 from trtllm_stream_fix.encoding import load_gpt_oss_encoding
-from trtllm_stream_fix.testing.synthetic import (
+from trtllm_stream_fix.sim.model import (
     CALL,
     END,
     NAMED_SCENARIOS,

@@ -13,9 +13,9 @@ import random
 import pytest
 
 from trtllm_stream_fix.core import fastmodel
+from trtllm_stream_fix.differential.hostile import HOSTILE_KINDS, hostile_output
+from trtllm_stream_fix.sim.model import NAMED_SCENARIOS, generate_outputs, named_output
 from trtllm_stream_fix.testing.event_dump import chat_frames, responses_frames
-from trtllm_stream_fix.testing.hostile import HOSTILE_KINDS, hostile_output
-from trtllm_stream_fix.testing.synthetic import NAMED_SCENARIOS, generate_outputs, named_output
 
 pytestmark = pytest.mark.cpu_only
 

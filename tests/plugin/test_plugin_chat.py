@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
+from trtllm_stream_fix.differential.chat import chat_visible, check_chat_payloads
+from trtllm_stream_fix.differential.chat_oracle import sdk_accumulate_chat
 from trtllm_stream_fix.plugin.chat import (
     chat_harmony_post_processor,
     chat_harmony_streaming_post_processor,
     chat_options,
 )
-from trtllm_stream_fix.testing.chat_differential import chat_visible, check_chat_payloads
-from trtllm_stream_fix.testing.chat_oracle import sdk_accumulate_chat
-from trtllm_stream_fix.testing.synthetic import engine_responses, named_output
+from trtllm_stream_fix.sim.model import engine_responses, named_output
 
 pytestmark = pytest.mark.cpu_only
 

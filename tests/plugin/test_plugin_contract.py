@@ -35,10 +35,10 @@ harness.use_standin()
 from tensorrt_llm.serve import openai_server, responses_utils
 
 from trtllm_stream_fix.checker.responses import check_responses_events
-from trtllm_stream_fix.testing import openai_schema
-from trtllm_stream_fix.testing.realstub.drive import set_values
-from trtllm_stream_fix.testing.sdk_oracle import sdk_accumulate
-from trtllm_stream_fix.testing.synthetic import generate_outputs, named_output
+from trtllm_stream_fix.differential import openai_schema
+from trtllm_stream_fix.differential.sdk_oracle import sdk_accumulate
+from trtllm_stream_fix.plugin.realstub.drive import set_values
+from trtllm_stream_fix.sim.model import generate_outputs, named_output
 
 pytestmark = pytest.mark.cpu_only
 
@@ -86,8 +86,8 @@ h.use_standin()
 import tensorrt_llm.serve.openai_server
 from trtllm_stream_fix.plugin.installer import install
 from trtllm_stream_fix.checker.responses import check_responses_events
-from trtllm_stream_fix.testing.sdk_oracle import sdk_accumulate
-from trtllm_stream_fix.testing.synthetic import generate_outputs, named_output
+from trtllm_stream_fix.differential.sdk_oracle import sdk_accumulate
+from trtllm_stream_fix.sim.model import generate_outputs, named_output
 report = install(mode="on")
 outputs = [named_output("reasoning_answer"), named_output("malformed_missing_start"),
            named_output("length_cut"), *generate_outputs(6, seed=3)]
@@ -311,7 +311,7 @@ def test_usage_wrapper_gives_a_usage_less_harmony_response_the_streams_usage(fix
     from types import SimpleNamespace
 
     from trtllm_stream_fix.plugin.replacements import create_response
-    from trtllm_stream_fix.testing.synthetic import engine_responses
+    from trtllm_stream_fix.sim.model import engine_responses
 
     output = named_output("reasoning_answer")
     terminal = harness.stream(output, 20, workers=0)[-1]["response"]["usage"]

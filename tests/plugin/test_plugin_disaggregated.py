@@ -26,6 +26,7 @@ harness.use_standin()
 
 from tensorrt_llm.serve import openai_server, responses_utils  # noqa: F401 (patched on install)
 
+from trtllm_stream_fix.differential.chat import check_chat_payloads
 from trtllm_stream_fix.plugin.chat import (
     chat_harmony_post_processor,
     chat_harmony_streaming_post_processor,
@@ -36,8 +37,7 @@ from trtllm_stream_fix.serving.disaggregated import (
     is_context_only,
     usage_counts,
 )
-from trtllm_stream_fix.testing.chat_differential import check_chat_payloads
-from trtllm_stream_fix.testing.synthetic import engine_responses, named_output
+from trtllm_stream_fix.sim.model import engine_responses, named_output
 
 pytestmark = pytest.mark.cpu_only
 

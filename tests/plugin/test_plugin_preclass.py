@@ -30,11 +30,11 @@ harness.use_standin()
 from tensorrt_llm.serve import responses_utils  # the class line
 
 from trtllm_stream_fix.checker.responses import check_responses_events
+from trtllm_stream_fix.differential.sdk_oracle import sdk_accumulate
+from trtllm_stream_fix.differential.visible import comparable_response
 from trtllm_stream_fix.plugin import doctor, installer, targets
 from trtllm_stream_fix.plugin.installer import OTHER_LINE, install, uninstall
-from trtllm_stream_fix.testing.sdk_oracle import sdk_accumulate
-from trtllm_stream_fix.testing.synthetic import generate_outputs, named_output
-from trtllm_stream_fix.testing.visible import comparable_response
+from trtllm_stream_fix.sim.model import generate_outputs, named_output
 
 pytestmark = pytest.mark.cpu_only
 

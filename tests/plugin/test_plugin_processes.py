@@ -30,7 +30,7 @@ from tensorrt_llm.serve import openai_server
 from trtllm_stream_fix.plugin import bootstrap, pth
 from trtllm_stream_fix.plugin.doctor import doctor_report
 from trtllm_stream_fix.plugin.installer import is_active, uninstall
-from trtllm_stream_fix.testing.synthetic import named_output
+from trtllm_stream_fix.sim.model import named_output
 
 pytestmark = pytest.mark.cpu_only
 

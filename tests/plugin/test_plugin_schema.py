@@ -27,9 +27,9 @@ from tensorrt_llm.serve import openai_server
 from tensorrt_llm.serve.openai_protocol import ResponsesRequest
 
 from trtllm_stream_fix.core.response import OPENAI_RESPONSE_FIELDS
+from trtllm_stream_fix.differential import openai_schema
 from trtllm_stream_fix.plugin.installer import install, uninstall
-from trtllm_stream_fix.testing import openai_schema
-from trtllm_stream_fix.testing.synthetic import NAMED_SCENARIOS, named_output
+from trtllm_stream_fix.sim.model import NAMED_SCENARIOS, named_output
 
 pytestmark = pytest.mark.cpu_only
 

@@ -29,9 +29,9 @@ from trtllm_stream_fix.plugin import registry
 from trtllm_stream_fix.plugin.conversation_store import StoredConversationHistoryStore
 from trtllm_stream_fix.plugin.doctor import doctor_report
 from trtllm_stream_fix.plugin.installer import install, uninstall
+from trtllm_stream_fix.sim.model import named_output
 from trtllm_stream_fix.store import MemoryStore, StoreError, open_store
 from trtllm_stream_fix.testing.redis_server import RedisServer, missing
-from trtllm_stream_fix.testing.synthetic import named_output
 
 pytestmark = pytest.mark.cpu_only
 

@@ -25,9 +25,9 @@ from tensorrt_llm.executor import GenerationResult
 from tensorrt_llm.serve import openai_server, responses_utils
 from tensorrt_llm.serve.openai_protocol import ResponsesRequest
 
+from trtllm_stream_fix.differential.sdk_oracle import sdk_accumulate
 from trtllm_stream_fix.plugin.installer import uninstall
-from trtllm_stream_fix.testing.sdk_oracle import sdk_accumulate
-from trtllm_stream_fix.testing.synthetic import generate_outputs, named_output
+from trtllm_stream_fix.sim.model import generate_outputs, named_output
 
 pytestmark = pytest.mark.cpu_only
 

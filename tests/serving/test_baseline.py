@@ -10,12 +10,12 @@ from collections import defaultdict
 import pytest
 from openai_harmony import HarmonyError, Role
 
+from trtllm_stream_fix.baseline.responses import UpstreamBaselineStream
 from trtllm_stream_fix.core.sse import event_to_dict
 from trtllm_stream_fix.defaults import new_context
+from trtllm_stream_fix.differential.sdk_oracle import REJECTS_UNFINISHED_ITEMS, sdk_accumulate
 from trtllm_stream_fix.encoding import load_gpt_oss_encoding
-from trtllm_stream_fix.testing.baseline import UpstreamBaselineStream
-from trtllm_stream_fix.testing.sdk_oracle import REJECTS_UNFINISHED_ITEMS, sdk_accumulate
-from trtllm_stream_fix.testing.synthetic import engine_responses, generate_outputs, named_output
+from trtllm_stream_fix.sim.model import engine_responses, generate_outputs, named_output
 
 
 def run(output, split) -> tuple[list, UpstreamBaselineStream]:

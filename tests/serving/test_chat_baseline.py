@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from trtllm_stream_fix.testing.chat_differential import run_chat_check
-from trtllm_stream_fix.testing.synthetic import NAMED_SCENARIOS, named_output
+from trtllm_stream_fix.differential.chat import run_chat_check
+from trtllm_stream_fix.sim.model import NAMED_SCENARIOS, named_output
 
 pytestmark = pytest.mark.cpu_only
 

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 
 from trtllm_stream_fix.core.config import StreamConfig
+from trtllm_stream_fix.differential.engine_results import Result, events_of
 from trtllm_stream_fix.serving.processor import HarmonyResponsesStream
-from trtllm_stream_fix.testing.engine_results import Result, events_of
 
 pytestmark = pytest.mark.cpu_only
 

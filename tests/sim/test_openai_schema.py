@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Every event and Response we send carries every key OpenAI's API sends.
 
-The schema (``trtllm_stream_fix/testing/openai_schema.json``) is derived from recordings of
+The schema (``trtllm_stream_fix/differential/openai_schema.json``) is derived from recordings of
 OpenAI's API, not from the ``openai`` SDK's types (which make most Response fields
 Optional). Both simulated-server generators (ours and ``upstream``) and the plugin are
 checked, over every event type they emit.
@@ -17,9 +17,9 @@ import pytest
 
 from trtllm_stream_fix.checker.sse_reader import parse_sse
 from trtllm_stream_fix.core.response import OPENAI_RESPONSE_FIELDS
+from trtllm_stream_fix.differential import openai_schema
 from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
-from trtllm_stream_fix.testing import openai_schema
-from trtllm_stream_fix.testing.synthetic import NAMED_SCENARIOS
+from trtllm_stream_fix.sim.model import NAMED_SCENARIOS
 
 TOOLS = [
     {

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from trtllm_stream_fix.sim.engine import EngineConfig, SimulatedEngine, input_seed
-from trtllm_stream_fix.testing.synthetic import CALL, RETURN, named_output
+from trtllm_stream_fix.sim.model import CALL, RETURN, named_output
 
 
 def _collect(engine: SimulatedEngine, generation, interval=None):

@@ -31,7 +31,7 @@ def engine_for(output: Any, split: Any):
     """An engine callable that replays ``output`` (stop token sent, then trimmed upstream-style)."""
     from tensorrt_llm.executor import GenerationResult
 
-    from trtllm_stream_fix.testing.synthetic import engine_responses
+    from trtllm_stream_fix.sim.model import engine_responses
 
     untrimmed = dataclasses.replace(output, stop_token_trimmed=False)
 
@@ -77,7 +77,7 @@ def stream(
 
 def comparable(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``client_visible`` events without the wall-clock ``created_at``."""
-    from trtllm_stream_fix.testing.visible import client_visible
+    from trtllm_stream_fix.differential.visible import client_visible
 
     out = client_visible(events)
     for event in out:
@@ -123,7 +123,7 @@ def drive(
         responses_api_streaming_post_processor,
     )
 
-    from trtllm_stream_fix.testing.synthetic import engine_responses
+    from trtllm_stream_fix.sim.model import engine_responses
 
     args = ResponsesAPIPostprocArgs(
         model="gpt-oss-20b",
@@ -154,7 +154,7 @@ import tensorrt_llm.serve.openai_server
 import plugin_harness
 from trtllm_stream_fix.plugin.installer import is_active
 from trtllm_stream_fix.plugin.bootstrap import hook_enabled
-from trtllm_stream_fix.testing.synthetic import named_output
+from trtllm_stream_fix.sim.model import named_output
 active, hook = is_active(), hook_enabled()
 processor = pickle.loads(bytes.fromhex(sys.argv[1]))
 frames = plugin_harness.drive(processor, named_output(sys.argv[2]), int(sys.argv[3]))

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from _result import run_result
 
-from trtllm_stream_fix.testing.realstub.drive_preclass import is_pre_class
+from trtllm_stream_fix.plugin.realstub.drive_preclass import is_pre_class
 
 pytestmark = pytest.mark.cpu_only
 

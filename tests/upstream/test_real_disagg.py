@@ -38,7 +38,7 @@ FILLED_BY_THE_PLUGIN = frozenset(("text", "reasoning", "metadata"))
 @cache
 def _drive(tree: str, plugin: bool) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "TRTLLM_STREAM_FIX"}
-    module = "trtllm_stream_fix.testing.realstub.drive_disagg"
+    module = "trtllm_stream_fix.plugin.realstub.drive_disagg"
     command = [sys.executable, "-m", module, tree, str(OUTPUTS), "on" if plugin else "off"]
     return run_result(command, env)
 

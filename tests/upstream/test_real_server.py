@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from trtllm_stream_fix.testing.realstub.drive_preclass import is_pre_class
+from trtllm_stream_fix.plugin.realstub.drive_preclass import is_pre_class
 
 pytestmark = pytest.mark.cpu_only
 
@@ -57,7 +57,7 @@ def tree(request):
 
 @pytest.fixture(scope="module")
 def unpatched(tree):
-    from trtllm_stream_fix.testing.realstub.serve_matrix import running_server
+    from trtllm_stream_fix.plugin.realstub.serve_matrix import running_server
 
     with running_server(tree, plugin=False, stream_interval=20, draft_tokens=2) as url:
         yield url
@@ -65,7 +65,7 @@ def unpatched(tree):
 
 @pytest.fixture(scope="module")
 def patched(tree):
-    from trtllm_stream_fix.testing.realstub.serve_matrix import running_server
+    from trtllm_stream_fix.plugin.realstub.serve_matrix import running_server
 
     with running_server(tree, plugin=True, stream_interval=20, draft_tokens=2) as url:
         yield url
@@ -74,7 +74,7 @@ def patched(tree):
 def _run(url: str, seeds: list[int], store: bool = True) -> list[dict]:
     import httpx
 
-    from trtllm_stream_fix.testing.realstub.serve_matrix import streamed
+    from trtllm_stream_fix.plugin.realstub.serve_matrix import streamed
 
     async def go() -> list[dict]:
         async with httpx.AsyncClient(timeout=120) as http:
@@ -98,7 +98,7 @@ def test_plugin_streams_pass_the_strict_checker_and_sdk_and_are_stored(patched):
 def test_non_streaming_with_the_plugin_is_a_valid_stored_response(patched):
     import httpx
 
-    from trtllm_stream_fix.testing.realstub.serve_matrix import non_streamed
+    from trtllm_stream_fix.plugin.realstub.serve_matrix import non_streamed
 
     async def go() -> list[dict]:
         async with httpx.AsyncClient(timeout=120) as http:
@@ -113,7 +113,7 @@ def test_only_the_plugin_sends_complete_responses(unpatched, patched):
     again carries every field of OpenAI's recorded schema, through upstream's own server."""
     import httpx
 
-    from trtllm_stream_fix.testing.realstub.serve_matrix import non_streamed
+    from trtllm_stream_fix.plugin.realstub.serve_matrix import non_streamed
 
     async def go(url: str) -> list[dict]:
         async with httpx.AsyncClient(timeout=120) as http:
@@ -137,8 +137,8 @@ def test_stored_streamed_response_is_what_the_client_saw_with_usage(patched):
     and the non-streaming body report the same usage (reasoning_tokens included)."""
     import httpx
 
-    from trtllm_stream_fix.testing.realstub.drive import set_values
-    from trtllm_stream_fix.testing.realstub.serve_matrix import MODEL, stream_response
+    from trtllm_stream_fix.plugin.realstub.drive import set_values
+    from trtllm_stream_fix.plugin.realstub.serve_matrix import MODEL, stream_response
 
     async def turn(http, text: str) -> tuple[dict, dict, dict]:
         body = {"model": MODEL, "input": text, "store": True}
@@ -174,8 +174,8 @@ def test_stored_streamed_tool_call_has_openai_key_names(patched):
     does and as the terminal event did: ``async``, never the SDK's ``async_``."""
     import httpx
 
-    from trtllm_stream_fix.testing import openai_schema
-    from trtllm_stream_fix.testing.realstub.serve_matrix import MODEL, stream_response
+    from trtllm_stream_fix.differential import openai_schema
+    from trtllm_stream_fix.plugin.realstub.serve_matrix import MODEL, stream_response
 
     async def go() -> tuple[dict, dict]:
         async with httpx.AsyncClient(timeout=120) as http:
@@ -193,7 +193,7 @@ def test_stored_streamed_tool_call_has_openai_key_names(patched):
 
 
 def test_two_turn_tool_conversation_needs_the_plugin(unpatched, patched):
-    from trtllm_stream_fix.testing.realstub.serve_matrix import two_turns
+    from trtllm_stream_fix.plugin.realstub.serve_matrix import two_turns
 
     before = two_turns(unpatched)
     assert before["turn1_call"] == "get_weather"
@@ -206,7 +206,7 @@ def test_two_turn_tool_conversation_needs_the_plugin(unpatched, patched):
 def test_chat_completions_through_the_real_harmony_path_with_the_plugin(patched):
     import httpx
 
-    from trtllm_stream_fix.testing.realstub.serve_matrix import chat
+    from trtllm_stream_fix.plugin.realstub.serve_matrix import chat
 
     async def go() -> list[dict]:
         async with httpx.AsyncClient(timeout=120) as http:
@@ -234,7 +234,7 @@ def test_nothing_follows_the_terminal_event_when_the_engine_fails_after_it(
     of ``guard_responses_stream``, bound by name in ``openai_server``) must add nothing."""
     import httpx
 
-    from trtllm_stream_fix.testing.realstub.serve_matrix import after_terminal
+    from trtllm_stream_fix.plugin.realstub.serve_matrix import after_terminal
 
     async def go() -> list:
         async with httpx.AsyncClient(timeout=120) as http:
@@ -275,7 +275,7 @@ def test_validate_command_rejects_upstream_and_accepts_the_plugin(unpatched, pat
 
 @pytest.mark.parametrize("plugin", [False, True], ids=["unpatched", "plugin"])
 def test_two_post_processing_workers(tree, plugin):
-    from trtllm_stream_fix.testing.realstub.serve_matrix import running_server
+    from trtllm_stream_fix.plugin.realstub.serve_matrix import running_server
 
     with running_server(tree, plugin=plugin, stream_interval=20, workers=2) as url:
         runs = _run(url, SEEDS, store=False)
@@ -288,7 +288,7 @@ def test_two_post_processing_workers(tree, plugin):
 @pytest.mark.slow
 def test_matrix(tree):
     """The note's table: every plugin row passes, unpatched streaming at 20 does not."""
-    from trtllm_stream_fix.testing.realstub.serve_matrix import table
+    from trtllm_stream_fix.plugin.realstub.serve_matrix import table
 
     result = table(tree, 6, draft_tokens=2)
     rows = result["rows"]
@@ -323,7 +323,7 @@ def test_align_protocol_gives_a_request_the_relayed_prompt_method():
     import numpy as np
     import pydantic
 
-    from trtllm_stream_fix.testing.realstub.server import align_protocol
+    from trtllm_stream_fix.plugin.realstub.server import align_protocol
 
     class ResponsesRequest(pydantic.BaseModel):
         input: str

@@ -20,13 +20,13 @@ from collections import Counter
 import pytest
 from test_real_server import _trees  # the configured trees (skips with the reason)
 
-from trtllm_stream_fix.testing.realstub.serve_matrix import (
+from trtllm_stream_fix.plugin.realstub.serve_matrix import (
     MODEL,
     WEATHER_TOOL,
     client_limits,
     running_server,
 )
-from trtllm_stream_fix.testing.realstub.server import KEEP_ALIVE_S
+from trtllm_stream_fix.plugin.realstub.server import KEEP_ALIVE_S
 from trtllm_stream_fix.testing.redis_server import RedisServer, missing
 
 pytestmark = pytest.mark.cpu_only

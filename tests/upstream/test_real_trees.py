@@ -40,7 +40,7 @@ UNAVAILABLE = {
 #: ``request.x`` / ``response.x`` hits that are methods every pydantic model has.
 PYDANTIC = {"model_dump", "model_dump_json", "model_copy", "model_fields_set"}
 MODELS = ("ResponsesRequest", "ResponsesResponse")
-MATRIX = "trtllm_stream_fix.testing.realstub.matrix"
+MATRIX = "trtllm_stream_fix.plugin.realstub.matrix"
 MATRIX_OUTPUTS = 4
 
 
@@ -107,7 +107,7 @@ def test_without_the_plugin_streaming_cells_fail(tree):
 
 @pytest.mark.slow
 def test_real_postprocessing_workers_with_and_without_the_plugin(tree):
-    from trtllm_stream_fix.testing.realstub.workers import available
+    from trtllm_stream_fix.plugin.realstub.workers import available
 
     why_not = available(tree)
     if why_not:
@@ -127,7 +127,7 @@ def test_a_version_without_a_stream_guard_is_streamed_unguarded():
     import asyncio
     from types import SimpleNamespace
 
-    from trtllm_stream_fix.testing.realstub.drive import stream_guard
+    from trtllm_stream_fix.plugin.realstub.drive import stream_guard
 
     async def frames():
         yield "event: a\n\n"

@@ -404,7 +404,7 @@ def _response(module, status: str, tools=()):
 def test_the_response_model_gets_every_field_of_openais_response():
     """Ledger entry 11 as an openai_protocol.py edit: every OpenAI field, set by status."""
     from trtllm_stream_fix.core.response import OPENAI_RESPONSE_FIELDS
-    from trtllm_stream_fix.testing import openai_schema
+    from trtllm_stream_fix.differential import openai_schema
 
     assert edits.protocol_fields_missing(PROTOCOL) == [
         "completed_at",

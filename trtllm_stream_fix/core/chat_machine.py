@@ -62,7 +62,7 @@ class ChatOptions:
     ``message_separator``: put between two messages' texts in one field.
     ``parser``: the Harmony driver, ``"fast"`` (``core.fast_harmony``, the default) or
     ``"reference"`` (openai_harmony, one token at a time): the same frames, as
-    ``StreamConfig.parser`` (``testing.chat_differential`` compares them).
+    ``StreamConfig.parser`` (``differential.chat`` compares them).
     """
 
     reasoning_field: ReasoningField = "reasoning"

@@ -25,7 +25,7 @@ from .fastmodel import construct, construct_complete, keys_given
 from .items import ItemRecord, build_item
 
 #: The fields of a Response as OpenAI's API sends them, in its order (see
-#: ``docs/openai-recordings.md``; ``trtllm_stream_fix/testing/openai_schema.json``).
+#: ``docs/openai-recordings.md``; ``trtllm_stream_fix/differential/openai_schema.json``).
 OPENAI_RESPONSE_FIELDS: tuple[str, ...] = (
     "id",
     "object",

@@ -22,7 +22,7 @@ def _result(ok: bool, summary: list[str], stats: dict[str, Any]) -> Probe:
 def responses_streams(outputs: list[Any]) -> Probe:
     """Upstream's processor and post-processor at stream_interval 1 and 20, inline and
     pickled: strict checker, OpenAI SDK, same client events as at interval 1."""
-    from ..testing.realstub.drive import run_all
+    from .realstub.drive import run_all
 
     s = run_all(outputs)
     n = s["streams"]
@@ -43,7 +43,7 @@ def responses_streams(outputs: list[Any]) -> Probe:
 
 def chat_streams(outputs: list[Any]) -> Probe:
     """Harmony chat post-processors at 1 and 20 tokens, inline and pickled."""
-    from ..testing.realstub.drive_chat import run_chat
+    from .realstub.drive_chat import run_chat
 
     c = run_chat(outputs[: max(len(outputs) // 3, 1)])
     n = c["streams"]
@@ -64,7 +64,7 @@ def pre_class_streams(outputs: list[Any]) -> Probe:
     """The pre-class line's functions through openai_server's bindings: streams at intervals
     1 and 20, storage off and on (strict checker, OpenAI SDK, same client events as at 1,
     stored as seen) and the non-streaming body against the stream's final response."""
-    from ..testing.realstub.drive_preclass import run_all
+    from .realstub.drive_preclass import run_all
 
     s = run_all(outputs)
     n, bodies = s["streams"], s["bodies"]
@@ -88,8 +88,8 @@ def pre_class_streams(outputs: list[Any]) -> Probe:
 
 def response_bodies(outputs: list[Any]) -> Probe:
     """Non-streaming bodies, inline and from a worker, against OpenAI's recorded schema."""
-    from ..testing.realstub.drive import body_schema
-    from ..testing.realstub.drive_preclass import body_schema as pre_class_schema
+    from .realstub.drive import body_schema
+    from .realstub.drive_preclass import body_schema as pre_class_schema
     from .targets import PRE_CLASS_LINE, detect_line
 
     schema = pre_class_schema if detect_line() == PRE_CLASS_LINE else body_schema
@@ -100,7 +100,7 @@ def response_bodies(outputs: list[Any]) -> Probe:
 
 def usage_parity(outputs: list[Any]) -> Probe:
     """The non-streaming body's usage against the stream's terminal event's."""
-    from ..testing.realstub.drive import usage_parity as parity
+    from .realstub.drive import usage_parity as parity
 
     u = parity(outputs)
     n = u["outputs"]

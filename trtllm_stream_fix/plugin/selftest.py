@@ -4,7 +4,7 @@
 In a fresh interpreter (``python -m trtllm_stream_fix.plugin.selftest``) the installed
 ``tensorrt_llm`` Responses modules are imported (or, with ``--source``/``TRTLLM_SOURCE_DIR``,
 the four real files of a source tree, everything else stubbed: see
-``trtllm_stream_fix.testing.realstub``), the plugin is installed, and upstream's own
+``trtllm_stream_fix.plugin.realstub``), the plugin is installed, and upstream's own
 ``ResponsesStreamingProcessor`` and ``responses_api_streaming_post_processor`` are driven
 the way ``openai_server`` drives them, with synthetic gpt-oss outputs at 1 and 20 tokens per
 engine response (``stream_interval`` 1 and 20) and with the post-processor arguments pickled
@@ -35,18 +35,18 @@ STREAMING_GROUPS = ("responses", "pre-class")  # the Responses streaming fix of 
 def run(source: str | None, count: int) -> dict[str, Any]:
     """The selftest itself (call in a fresh interpreter): install, then each installed
     group's probe (``registry.Group.probe``)."""
-    from ..testing import realstub
+    from . import realstub
 
     if source:
         realstub.activate(source)
         from tensorrt_llm.serve import openai_protocol
 
-        from ..testing.realstub.server import align_protocol
+        from .realstub.server import align_protocol
 
         align_protocol(openai_protocol)  # the tree's server imports (the store group's probe)
     from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
 
-    from ..testing.synthetic import generate_outputs
+    from ..sim.model import generate_outputs
     from . import registry
     from .installer import group_states, install, last_refusals
     from .targets import detect_line
@@ -170,7 +170,7 @@ def entry_problem(source: str | None) -> str | None:
     import importlib.util
     from pathlib import Path
 
-    from ..testing.realstub import REAL_MODULES
+    from .realstub import REAL_MODULES
 
     if source:
         files = [Path(source, *m.split(".")).with_suffix(".py") for m in REAL_MODULES]

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Simulated gpt-oss engine and local OpenAI Responses server (no GPU needed)."""
+"""Simulated gpt-oss engine (its synthetic model in :mod:`.model`) and local OpenAI Responses
+server (no GPU needed)."""
 
 from .engine import EngineConfig, Generation, SimulatedEngine
 from .server import create_app

@@ -3,7 +3,7 @@
 
 ``generator="ours"`` streams through :class:`~trtllm_stream_fix.core.chat_machine.
 ChatChunkMachine`; ``"upstream"`` through the older upstream line's chat path re-implemented
-in :mod:`trtllm_stream_fix.testing.chat_baseline`. Generations are selected as for
+in :mod:`trtllm_stream_fix.baseline.chat`. Generations are selected as for
 ``/v1/responses`` (``scenario``, ``seed``, ``metadata``, or a hash of the messages);
 ``tools`` and ``tool_choice`` are validated and, for the upstream generator, filter calls as
 upstream does.
@@ -205,7 +205,7 @@ def _completion(
     encoding: Any,
 ) -> Response:
     if generator == "upstream":
-        from ..testing.chat_baseline import upstream_chat_completion
+        from ..baseline.chat import upstream_chat_completion
 
         completion = upstream_chat_completion(
             generation.delivered,
@@ -240,7 +240,7 @@ async def _stream(
 ) -> AsyncIterator[str]:
     """The SSE frames of one chat stream, one write per engine response."""
     if generator == "upstream":
-        from ..testing.chat_baseline import UpstreamChatBaseline
+        from ..baseline.chat import UpstreamChatBaseline
 
         stream: Any = UpstreamChatBaseline(**_upstream_args(context, body, encoding))
         frame = _upstream_frame

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..testing.synthetic import (
+from .model import (
     NAMED_SCENARIOS,
     EngineResponse,
     SyntheticOutput,

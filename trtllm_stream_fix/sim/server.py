@@ -131,7 +131,7 @@ class _Streamer:
 
     def _stream_object(self, context: ResponseContext) -> Any:
         if self.generator == "upstream":
-            from ..testing.baseline import UpstreamBaselineStream
+            from ..baseline.responses import UpstreamBaselineStream
 
             return UpstreamBaselineStream(context, encoding=self.encoding)
         return ResponsesEventMachine(
@@ -181,7 +181,7 @@ class _Streamer:
 def warm_up(encoding: Any, stream_config: StreamConfig) -> None:
     """Stream every named scenario once, so that no request pays for building the event and
     item classes' schemas (the openai models defer them to first use)."""
-    from ..testing.synthetic import NAMED_SCENARIOS, engine_responses, named_output
+    from .model import NAMED_SCENARIOS, engine_responses, named_output
 
     for name in NAMED_SCENARIOS:
         output = named_output(name)

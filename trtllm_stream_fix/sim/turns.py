@@ -32,7 +32,7 @@ from typing import Any
 from ..core.errors import StreamFixError
 from ..core.harmony_tokens import CALL, END, RETURN
 from ..encoding import PlainTextEncoder, encode_with_specials, load_gpt_oss_encoding
-from ..testing.synthetic import SyntheticOutput
+from .model import SyntheticOutput
 from .schema_args import sample
 
 #: Words in the analysis message per ``reasoning.effort`` (``None``: medium).

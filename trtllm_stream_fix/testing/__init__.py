@@ -1,3 +1,3 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Test support: synthetic gpt-oss outputs, the upstream-equivalent baseline, the
-batch-size differential, the client-visible normaliser and the OpenAI SDK oracle."""
+"""Test support only (the package never imports it): the event dump, fuzzers, driver
+messages, stream helpers, a Redis server for the store tests and the docs' module tables."""

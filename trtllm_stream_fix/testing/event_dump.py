@@ -29,7 +29,7 @@ from ..core.config import DEFAULT_CONFIG
 from ..core.machine import ResponsesEventMachine
 from ..core.sse import format_sse
 from ..defaults import new_context
-from .synthetic import NAMED_SCENARIOS, engine_responses, generate_outputs, named_output
+from ..sim.model import NAMED_SCENARIOS, engine_responses, generate_outputs, named_output
 
 DEFAULT_OUTPUTS = 60
 SPLITS = ("1", "20", "random")

@@ -21,7 +21,7 @@ import random
 
 from ..core.harmony_tokens import CALL, CHANNEL, CONSTRAIN, END, ENDOFTEXT, MESSAGE, RETURN, START
 from ..encoding import load_gpt_oss_encoding
-from .synthetic import SyntheticOutput
+from ..sim.model import SyntheticOutput
 
 KINDS = ("soup", "headers", "mutated")
 SPECIALS = (

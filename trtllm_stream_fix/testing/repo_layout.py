@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 REPO = PACKAGE.parent
 NAME = PACKAGE.name
 #: Folders that hold other projects' module names (stubs) or file templates, not our modules.
-SKIPPED = ("testing/realstub/tensorrt_llm", "testing/realstub/thirdparty", "upstream_pr/templates")
+SKIPPED = ("plugin/realstub/tensorrt_llm", "plugin/realstub/thirdparty", "upstream_pr/templates")
 COMMAND = "python -m trtllm_stream_fix.testing.repo_layout"
 SHOWN_IMPORTERS = 6  # a module imported by more test files names its namesakes and a count
 

@@ -74,9 +74,9 @@ def _main(root: Path, count: int) -> dict[str, Any]:
     from realstub.drive import run_all
     from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
 
-    from trtllm_stream_fix.testing.realstub.drive import body_schema
-    from trtllm_stream_fix.testing.realstub.drive_chat import run_chat
-    from trtllm_stream_fix.testing.synthetic import generate_outputs
+    from trtllm_stream_fix.plugin.realstub.drive import body_schema
+    from trtllm_stream_fix.plugin.realstub.drive_chat import run_chat
+    from trtllm_stream_fix.sim.model import generate_outputs
 
     outputs = list(generate_outputs(count, seed=7))
     stats = run_all(outputs)

@@ -17,16 +17,16 @@ import pytest
 
 from tensorrt_llm.serve import openai_protocol, postprocess_handlers
 
-from ....testing.chat_differential import (
+from ....differential.chat import (
     chat_visible,
     check_chat_payloads,
     completion_view,
     stream_view,
     strict_chat_violations,
 )
-from ....testing.chat_oracle import sdk_accumulate_chat
-from ....testing.chat_requests import chat_args, finished_result, sse_payloads, stream_frames
-from ....testing.synthetic import generate_outputs
+from ....differential.chat_oracle import sdk_accumulate_chat
+from ....differential.chat_requests import chat_args, finished_result, sse_payloads, stream_frames
+from ....sim.model import generate_outputs
 
 # The CPU-* CI stages run pytest with -m 'cpu_only'. Without this marker every
 # test in the file is deselected, which pytest reports as exit code 5 and the

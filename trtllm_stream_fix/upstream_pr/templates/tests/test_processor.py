@@ -22,10 +22,10 @@ from tensorrt_llm.serve import harmony_adapter, postprocess_handlers
 from tensorrt_llm.serve.openai_protocol import ResponsesRequest
 
 from ....checker.responses import check_responses_events
-from ....testing.engine_results import MODEL, PROMPT, Result, events_of, streaming_processor
-from ....testing.sdk_oracle import sdk_accumulate
-from ....testing.synthetic import engine_responses, generate_outputs
-from ....testing.visible import client_visible
+from ....differential.engine_results import MODEL, PROMPT, Result, events_of, streaming_processor
+from ....differential.sdk_oracle import sdk_accumulate
+from ....sim.model import engine_responses, generate_outputs
+from ....differential.visible import client_visible
 
 # The CPU-* CI stages run pytest with -m 'cpu_only'. Without this marker every
 # test in the file is deselected, which pytest reports as exit code 5 and the

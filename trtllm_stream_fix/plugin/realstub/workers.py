@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trtllm_stream_fix.testing import realstub
-from trtllm_stream_fix.testing.engine_results import Result
+from trtllm_stream_fix.differential.engine_results import Result
+from trtllm_stream_fix.plugin import realstub
 
 #: Loaded from the source tree when the real workers are used.
 EXECUTOR_MODULES = ("tensorrt_llm.executor.ipc", "tensorrt_llm.executor.postproc_worker")

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Upstream's own ``openai_server`` on CPU: the real FastAPI app with a fake gpt-oss engine.
 
-``python -m trtllm_stream_fix.testing.realstub.server --source DIR [--plugin on|off] ...``
+``python -m trtllm_stream_fix.plugin.realstub.server --source DIR [--plugin on|off] ...``
 imports ``tensorrt_llm/serve/openai_server.py`` and every other ``serve`` module the tree has
 from ``DIR`` (stubs only for what is off the serve path: engine, torch, MPI, bindings; see
 ``realstub``), builds ``OpenAIServer`` around a ``FakeLLM`` and serves its app with uvicorn on
@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from .. import engine_results
+from ...differential import engine_results
 
 MODEL = "gpt-oss-20b"
 TOOL_OUTPUT = re.compile(r"<\|start\|>functions\.")
@@ -78,7 +78,7 @@ def _encoding() -> Any:
 
 def choose_output(prompt: list[int]) -> Any:
     """The synthetic generation the fake engine produces for ``prompt`` (see module doc)."""
-    from ..synthetic import generate_output, named_output
+    from ...sim.model import generate_output, named_output
 
     text = _encoding().decode(list(prompt))
     last_user = text.rsplit("<|start|>user", 1)[-1]
@@ -323,7 +323,7 @@ def disaggregated_phase(output: Any, prompt: list[int], params: Any, rid: int) -
     """
     import dataclasses
 
-    from ..synthetic import EngineResponse
+    from ...sim.model import EngineResponse
 
     kind = getattr(params, "request_type", None)
     if kind == "context_only":
@@ -388,7 +388,7 @@ class FakeLLM:
         _postproc_params: Any = None,
         **kwargs: Any,
     ) -> FakeGeneration:
-        from ..synthetic import engine_responses
+        from ...sim.model import engine_responses
 
         prompt = list(inputs["prompt_token_ids"] if isinstance(inputs, dict) else inputs)
         output = choose_output(prompt)
@@ -540,7 +540,7 @@ def build_app(source: str, settings: EngineSettings, site_dir: str | None = None
 
 def plugin_site_dir() -> str:
     """A fresh site directory holding this package's ``.pth`` file."""
-    from ...plugin.pth import install_pth
+    from ..pth import install_pth
 
     path = tempfile.mkdtemp(prefix="trtllm-stream-fix-site-")
     install_pth(path)

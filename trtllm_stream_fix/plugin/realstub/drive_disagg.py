@@ -2,7 +2,7 @@
 """Upstream's own ``openai_server`` as the workers of a disaggregated deployment; print one
 ``RESULT <json>`` line.
 
-Usage: ``python -m trtllm_stream_fix.testing.realstub.drive_disagg SOURCE_DIR [COUNT] [on|off]``
+Usage: ``python -m trtllm_stream_fix.plugin.realstub.drive_disagg SOURCE_DIR [COUNT] [on|off]``
 (``on``: the plugin loaded by its ``.pth`` line, as an operator installs it; ``off``: not at
 all). In one interpreter, three ``OpenAIServer`` apps built by ``realstub.server`` around the
 fake engine (which runs a ``context_only`` request as one token handed off and a
@@ -158,8 +158,8 @@ async def responses_case(workers: dict[str, Any], seed: int) -> dict[str, Any]:
 
 
 async def chat_case(workers: dict[str, Any], seed: int) -> dict[str, Any]:
-    from ..chat_differential import chat_visible
-    from ..synthetic import generate_output
+    from ...differential.chat import chat_visible
+    from ...sim.model import generate_output
     from .serve_matrix import chat_stream, chat_verdicts, normalized
 
     malformed = generate_output(seed).malformed

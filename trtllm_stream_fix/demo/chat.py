@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .demo import MODEL, Judged, judge_everywhere, summarize, summary_table
-from .testing.chat_differential import chat_visible
+from ..differential.chat import chat_visible
+from . import MODEL, Judged, judge_everywhere, summarize, summary_table
 
 
 @dataclass
@@ -86,7 +86,7 @@ def _sdk(base_url: str, body: dict[str, Any]) -> tuple[bool, str | None]:
 async def _streams(base_url: str, bodies: list[dict[str, Any]]) -> list[Any]:
     import httpx
 
-    from .checker.client import stream_chat
+    from ..checker.client import stream_chat
 
     url = f"{base_url}/v1/chat/completions"
     async with httpx.AsyncClient(timeout=30.0) as client:
@@ -170,7 +170,7 @@ def print_chat_report(results: Sequence[ChatStreamResult]) -> None:
     """Rich table of the chat summary, then one reason per failing upstream interval."""
     from rich.markup import escape
 
-    from .pipe import console as pipe_console
+    from ..pipe import console as pipe_console
 
     console = pipe_console()
     title = "Chat Completions (/v1/chat/completions), same tokens for every interval"

@@ -2,7 +2,7 @@
 """Drive the real ``postprocess_handlers`` Harmony chat post-processors as ``openai_server``
 does, with the plugin installed; print one ``RESULT <json>`` line.
 
-Usage: ``python -m trtllm_stream_fix.testing.realstub.drive_chat SOURCE_DIR [COUNT]``
+Usage: ``python -m trtllm_stream_fix.plugin.realstub.drive_chat SOURCE_DIR [COUNT]``
 (``run_chat`` is what ``doctor --selftest`` calls once the modules are imported). Per
 synthetic output, at 1 and 20 tokens per engine response, inline and with the args pickled
 to an emulated PostprocWorker: upstream's own ``ChatCompletionPostprocArgs``
@@ -29,15 +29,20 @@ def run_chat(outputs: list[Any]) -> dict[str, Any]:
     """Per output: 1 and 20 tokens per response, inline and pickled; counts of the checks."""
     from tensorrt_llm.serve import openai_protocol, postprocess_handlers
 
-    from ..chat_differential import (
+    from ...differential.chat import (
         chat_visible,
         check_chat_payloads,
         completion_view,
         stream_view,
         strict_chat_violations,
     )
-    from ..chat_oracle import SDKRejected, sdk_accumulate_chat
-    from ..chat_requests import chat_args, finished_result, sse_payloads, stream_frames
+    from ...differential.chat_oracle import SDKRejected, sdk_accumulate_chat
+    from ...differential.chat_requests import (
+        chat_args,
+        finished_result,
+        sse_payloads,
+        stream_frames,
+    )
 
     tally: dict[str, Any] = {"streams": 0, "strict": 0, "sdk": 0, "identical": 0}
     tally.update(nonstreaming=0, raised=0, examples=[], response_type=None)
@@ -94,8 +99,8 @@ def main(root: str, count: int) -> dict[str, Any]:
     activate(root)
     from tensorrt_llm.serve import postprocess_handlers  # noqa: F401
 
-    from ...plugin.installer import install, uninstall
-    from ..synthetic import generate_outputs
+    from ...sim.model import generate_outputs
+    from ..installer import install, uninstall
 
     report = install()
     tally = run_chat(list(generate_outputs(count, seed=300)))

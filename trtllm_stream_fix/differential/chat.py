@@ -32,13 +32,14 @@ from ..core.chat_machine import (
     build_chat_completion,
 )
 from ..defaults import default_encoding
+from ..sim.model import SyntheticOutput, engine_responses
 from .chat_oracle import SDKRejected, SDKResult, sdk_accumulate_chat
 from .report import shorten
 from .splits import COUNTS, NUMPY_SPLIT, copy_split, first_difference, splits_for
-from .synthetic import SyntheticOutput, engine_responses
 
 #: The chat implementations by name: stream factory ``(encoding) -> start/feed`` and the
-#: non-streaming body ``(output, encoding) -> dict``. ``chat_baseline`` adds ``"upstream"``.
+#: non-streaming body ``(output, encoding) -> dict``. ``"upstream"`` is
+#: :func:`.responses.register_upstream_chat`.
 CHAT_IMPLS: dict[str, tuple[Callable[[Any], Any], Callable[[Any, Any], dict[str, Any]]]] = {}
 CHAT_COUNTS = COUNTS
 _MODEL = "gpt-oss-20b"

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The version matrix: one upstream tree, unpatched and with the plugin.
 
-``python -m trtllm_stream_fix.testing.realstub.matrix SOURCE_DIR [COUNT]`` prints one
+``python -m trtllm_stream_fix.plugin.realstub.matrix SOURCE_DIR [COUNT]`` prints one
 ``RESULT <json>`` line of rows: workers (0 inline, 2 = two of upstream's real
 ``PostprocWorker`` processes, see ``realstub.workers``, when the tree has
 ``executor/{postproc_worker,ipc}.py`` and pyzmq is installed; otherwise the post-processor
@@ -30,10 +30,10 @@ import sys
 import traceback
 from typing import Any
 
-from trtllm_stream_fix.testing import realstub
-from trtllm_stream_fix.testing.engine_results import streaming_processor
-from trtllm_stream_fix.testing.realstub import workers as real_workers
-from trtllm_stream_fix.testing.realstub.drive import (
+from trtllm_stream_fix.differential.engine_results import streaming_processor
+from trtllm_stream_fix.plugin import realstub
+from trtllm_stream_fix.plugin.realstub import workers as real_workers
+from trtllm_stream_fix.plugin.realstub.drive import (
     MODEL,
     PROMPT,
     Result,
@@ -97,7 +97,7 @@ def streamed(
 ) -> dict[str, Any]:
     from tensorrt_llm.serve import postprocess_handlers, responses_utils
 
-    from trtllm_stream_fix.testing.synthetic import engine_responses
+    from trtllm_stream_fix.sim.model import engine_responses
 
     request, sampling = _request(output, True, store)
     conversations = responses_utils.ConversationHistoryStore()
@@ -159,7 +159,7 @@ def non_streaming_body(
     pickled results only)."""
     from tensorrt_llm.serve import postprocess_handlers, responses_utils
 
-    from trtllm_stream_fix.testing.synthetic import engine_responses
+    from trtllm_stream_fix.sim.model import engine_responses
 
     request, sampling = _request(output, False, store)
     res = Result(PROMPT, cached_tokens=cached_tokens)
@@ -281,7 +281,7 @@ def main(source: str, count: int, workers: str = "processes") -> dict[str, Any]:
     from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
 
     from trtllm_stream_fix.plugin.installer import install, uninstall
-    from trtllm_stream_fix.testing.synthetic import generate_outputs
+    from trtllm_stream_fix.sim.model import generate_outputs
 
     outputs = list(generate_outputs(count, seed=5))
     install(mode="on")  # the reference: the plugin's stream at interval 1
@@ -323,7 +323,7 @@ def count_cells(row: dict[str, Any]) -> str:
 
 
 def _cli(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m trtllm_stream_fix.testing.realstub.matrix")
+    parser = argparse.ArgumentParser(prog="python -m trtllm_stream_fix.plugin.realstub.matrix")
     parser.add_argument("source", help="a TensorRT-LLM source tree (TRTLLM_SOURCE_DIR)")
     parser.add_argument("count", nargs="?", type=int, default=20, help="synthetic outputs")
     parser.add_argument("--workers", choices=("processes", "pickled"), default="processes")

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Upstream's own server over HTTP: unpatched vs plugin, the version table.
 
-``python -m trtllm_stream_fix.testing.realstub.serve_matrix SOURCE_DIR [COUNT]`` starts
+``python -m trtllm_stream_fix.plugin.realstub.serve_matrix SOURCE_DIR [COUNT]`` starts
 ``realstub.server`` (a fresh interpreter each; the plugin enters through its ``.pth``) for
 unpatched / plugin x post-processing workers 0 / 2 x ``stream_interval`` 1 / 20 and sends it,
 per synthetic output (``seed N`` in the input), a streamed and a non-streamed Responses
@@ -30,10 +30,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .. import openai_schema
+from ...differential import openai_schema
 
 MODEL = "gpt-oss-20b"
-SERVER_MODULE = "trtllm_stream_fix.testing.realstub.server"
+SERVER_MODULE = "trtllm_stream_fix.plugin.realstub.server"
 WEATHER_TOOL = {
     "type": "function",
     "name": "get_weather",
@@ -236,8 +236,8 @@ async def chat(http: Any, url: str, seed: int, stream: bool) -> dict[str, Any]:
     """
     from openai.types.chat import ChatCompletion
 
-    from ..chat_differential import chat_visible
-    from ..synthetic import generate_output
+    from ...differential.chat import chat_visible
+    from ...sim.model import generate_output
 
     malformed = generate_output(seed).malformed
     body = {
@@ -285,8 +285,8 @@ async def chat_stream(http: Any, url: str, body: dict[str, Any]) -> tuple[list[A
 def chat_verdicts(payloads: list[Any], problem: str, malformed: bool) -> tuple[bool, bool, str]:
     """(strict chat checker ok, SDK accepts, first problem) for one chat stream: a complete
     stream, or for a ``malformed`` generation one that ends in an OpenAI error."""
-    from ..chat_differential import check_chat_payloads
-    from ..chat_oracle import SDKRejected, sdk_accumulate_chat
+    from ...differential.chat import check_chat_payloads
+    from ...differential.chat_oracle import SDKRejected, sdk_accumulate_chat
 
     check = check_chat_payloads(payloads)
     strict = not problem and not check.violations and check.done
@@ -375,7 +375,7 @@ async def run_server(url: str, seeds: list[int]) -> dict[tuple[str, str, bool, i
 
 def table(source: str, count: int, *, draft_tokens: int = 0) -> dict[str, Any]:
     """Run the matrix against ``source``: 8 servers, ``count`` synthetic outputs each."""
-    from ..synthetic import generate_outputs
+    from ...sim.model import generate_outputs
 
     seeds = [o.seed for o in generate_outputs(count, seed=5)]
     runs: dict[tuple[bool, int, int], dict] = {}
@@ -447,7 +447,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str]) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m trtllm_stream_fix.testing.realstub.serve_matrix")
+    p = argparse.ArgumentParser(prog="python -m trtllm_stream_fix.plugin.realstub.serve_matrix")
     p.add_argument("source", help="TensorRT-LLM source tree with tensorrt_llm/serve/")
     p.add_argument("count", nargs="?", type=int, default=10, help="synthetic outputs")
     p.add_argument("--draft-tokens", type=int, default=0)

@@ -25,7 +25,7 @@ import random
 from collections.abc import Iterator
 
 from ..core.harmony_tokens import CALL, END, RETURN
-from .synthetic import (
+from ..sim.model import (
     _MULTIBYTE,
     SyntheticOutput,
     _compose,

@@ -7,7 +7,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from .synthetic import SyntheticOutput
+from ..sim.model import SyntheticOutput
 
 FIXED_SPLITS: tuple[int, ...] = (1, 2, 3, 7, 20)
 NUMPY_SPLIT = "numpy"  # 5 tokens per response, each batch a numpy int64 array

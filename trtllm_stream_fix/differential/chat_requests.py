@@ -14,8 +14,8 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+from ..sim.model import SyntheticOutput, engine_responses
 from .engine_results import MODEL, Result
-from .synthetic import SyntheticOutput, engine_responses
 
 PROMPT_TOKENS = 7
 DONE_FRAME = "data: [DONE]\n\n"

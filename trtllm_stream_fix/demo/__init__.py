@@ -22,11 +22,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .sim.engine import EngineConfig
-from .sim.sdk_client import SDKResult, make_client, sdk_stream
-from .sim.server import create_app
-from .sim.threaded import serve_in_thread
-from .testing.visible import client_visible
+from ..differential.visible import client_visible
+from ..sim.engine import EngineConfig
+from ..sim.sdk_client import SDKResult, make_client, sdk_stream
+from ..sim.server import create_app
+from ..sim.threaded import serve_in_thread
 
 GENERATORS = ("upstream", "ours")
 MODEL = "gpt-oss-20b"
@@ -138,7 +138,7 @@ class StreamResult(Judged):
 
     def reasons(self, first_interval: int) -> list[str]:
         """Why this stream failed, in words (empty when it did not)."""
-        from .checker.responses import RULES
+        from ..checker.responses import RULES
 
         out = []
         if not self.strict_ok:
@@ -176,7 +176,7 @@ async def _strict_streams(
     """Strict-checker records of ``bodies`` (concurrently) and their non-streaming answers."""
     import httpx
 
-    from .checker.client import stream_responses
+    from ..checker.client import stream_responses
 
     url = f"{base_url}/v1/responses"
     async with httpx.AsyncClient(timeout=30.0) as client:
@@ -340,7 +340,7 @@ def print_report(results: Sequence[StreamResult], elapsed: float) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from .pipe import console as pipe_console
+    from ..pipe import console as pipe_console
 
     console = pipe_console()
     columns = sorted(
@@ -389,7 +389,7 @@ def _progress_reporter() -> Iterator[Callable[[int, int, str], None]]:
         return
     from rich.progress import Progress
 
-    from .pipe import console as pipe_console
+    from ..pipe import console as pipe_console
 
     with Progress(console=pipe_console(stderr=True), transient=True) as bar:
         task = bar.add_task("streaming", total=None)
@@ -400,7 +400,7 @@ def _progress_reporter() -> Iterator[Callable[[int, int, str], None]]:
 
 def demo_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``trtllm-stream-fix demo``."""
-    from .helptext import plain
+    from ..helptext import plain
 
     parser = argparse.ArgumentParser(prog="trtllm-stream-fix demo", description=plain(__doc__))
     parser.add_argument(
@@ -423,7 +423,7 @@ def demo_main(argv: Sequence[str] | None = None) -> int:
     if args.draft_tokens < 0:
         parser.error("--draft-tokens must be >= 0")
 
-    from .demo_chat import print_chat_report, run_chat_demo, summarize_chat
+    from .chat import print_chat_report, run_chat_demo, summarize_chat
 
     started = time.perf_counter()
     with _progress_reporter() as progress:

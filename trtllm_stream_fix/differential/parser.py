@@ -22,8 +22,8 @@ import numpy as np
 from ..core.config import DEFAULT_CONFIG, StreamConfig
 from ..core.fast_harmony import FastHarmonyDriver
 from ..core.harmony_driver import NOT_CONTENT, HarmonyDriver, HarmonyStreamError
+from ..sim.model import SyntheticOutput, engine_responses
 from .splits import NUMPY_SPLIT, copy_split, first_difference
-from .synthetic import SyntheticOutput, engine_responses
 from .visible import client_visible
 
 #: Fixed splits; 10**6 puts the whole generation in one response (the non-streaming path).
@@ -87,7 +87,7 @@ def stream_difference(
     config: StreamConfig = DEFAULT_CONFIG,
 ) -> str | None:
     """First difference between the machine's streams with the two parsers."""
-    from .differential import stream_events
+    from .responses import stream_events
 
     streams = []
     for parser in ("reference", "fast"):

@@ -20,7 +20,7 @@ import random
 from collections.abc import Iterator
 
 from ..core.harmony_tokens import CALL, CHANNEL, CONSTRAIN, END, ENDOFTEXT, MESSAGE, RETURN, START
-from .synthetic import SyntheticOutput, _corpus, generate_output
+from ..sim.model import SyntheticOutput, _corpus, generate_output
 
 SPECIALS = (START, CHANNEL, MESSAGE, CONSTRAIN, END, RETURN, CALL, ENDOFTEXT)
 STRATEGIES = ("mutate", "headers", "soup", "cut")

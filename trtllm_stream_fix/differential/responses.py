@@ -27,12 +27,12 @@ from ..core.context import ResponseContext
 from ..core.sse import event_to_dict
 from ..defaults import new_context
 from ..encoding import load_gpt_oss_encoding
+from ..sim.model import SyntheticOutput, engine_responses
 from .hostile import mixed_outputs
-from .parser_differential import copy_split, driver_difference, stream_difference
+from .parser import copy_split, driver_difference, stream_difference
 from .report import shorten
 from .sdk_oracle import sdk_accumulate
 from .splits import COUNTS, FIXED_SPLITS, NUMPY_SPLIT, splits_for  # noqa: F401 - re-exported
-from .synthetic import SyntheticOutput, engine_responses
 from .visible import client_visible, comparable_response
 
 IMPLS = ("ours", "upstream")
@@ -47,7 +47,7 @@ def make_stream(impl: str, context: ResponseContext, config: StreamConfig, encod
             encoding = load_gpt_oss_encoding()
         return ResponsesEventMachine(context, config=config, encoding=encoding)
     if impl == "upstream":
-        from .baseline import UpstreamBaselineStream
+        from ..baseline.responses import UpstreamBaselineStream
 
         return UpstreamBaselineStream(context, encoding=encoding)
     raise ValueError(f"unknown implementation {impl!r}; choose from {IMPLS}")
@@ -106,7 +106,7 @@ def nonstreaming_response(
                 context, output.delivered, output.finish_reason, encoding=encoding
             )
         else:
-            from .baseline import upstream_nonstreaming
+            from ..baseline.responses import upstream_nonstreaming
 
             response = upstream_nonstreaming(
                 context, output.delivered, output.finish_reason, encoding=encoding
@@ -287,6 +287,25 @@ def run_check(
     return count, streams, tallies
 
 
+def register_upstream_chat() -> None:
+    """Make the upstream-equivalent chat path (:mod:`trtllm_stream_fix.baseline.chat`) the
+    differential's ``"upstream"`` chat implementation."""
+    from ..baseline.chat import UpstreamChatBaseline, upstream_chat_completion
+    from .chat import register_chat_impl
+
+    register_chat_impl(
+        "upstream",
+        lambda encoding: UpstreamChatBaseline(model="gpt-oss-20b", created=0, encoding=encoding),
+        lambda output, encoding: upstream_chat_completion(
+            output.delivered,
+            output.finish_reason,
+            model="gpt-oss-20b",
+            created=0,
+            encoding=encoding,
+        ),
+    )
+
+
 def check_main(argv: Sequence[str] | None = None) -> int:
     """``trtllm-stream-fix check``: the differential check at scale."""
     parser = argparse.ArgumentParser(
@@ -307,8 +326,9 @@ def check_main(argv: Sequence[str] | None = None) -> int:
     from ..pipe import console as pipe_console
 
     console = pipe_console(stderr=True)
-    from . import chat_baseline  # noqa: F401 - registers the "upstream" chat implementation
-    from .chat_differential import run_chat_check
+    from .chat import run_chat_check
+
+    register_upstream_chat()
 
     # A live bar on a terminal; otherwise (a log, a pipe) a line at the start and at the end.
     live = console.is_terminal

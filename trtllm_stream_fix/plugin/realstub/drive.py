@@ -2,7 +2,7 @@
 """Drive the real TensorRT-LLM Responses modules as ``openai_server`` does, with and without
 the plugin; print one ``RESULT <json>`` line.
 
-Usage: ``python -m trtllm_stream_fix.testing.realstub.drive SOURCE_DIR [COUNT] [soup]`` (or
+Usage: ``python -m trtllm_stream_fix.plugin.realstub.drive SOURCE_DIR [COUNT] [soup]`` (or
 ``python -m realstub.drive`` from ``tests/``). ``soup``: streams only, over token soups and
 hostile outputs (every other one delivered as numpy ids) instead of synthetic outputs.
 Per synthetic output, at 1 and 20 tokens per engine response and with the processor
@@ -26,8 +26,7 @@ import traceback
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from trtllm_stream_fix.testing import realstub
-from trtllm_stream_fix.testing.engine_results import (  # noqa: F401 - re-exported
+from trtllm_stream_fix.differential.engine_results import (  # noqa: F401 - re-exported
     CREATED,
     MODEL,
     PROMPT,
@@ -36,6 +35,7 @@ from trtllm_stream_fix.testing.engine_results import (  # noqa: F401 - re-export
     events_of,
     streaming_processor,
 )
+from trtllm_stream_fix.plugin import realstub
 
 SPLITS = (1, 20)
 new_streaming_processor = streaming_processor  # the name benchmarks and tests import
@@ -46,7 +46,7 @@ def stream(output: Any, split: int, *, workers: bool) -> tuple[list[dict[str, An
     from tensorrt_llm.serve import harmony_adapter, postprocess_handlers, responses_utils
     from tensorrt_llm.serve.openai_protocol import ResponsesRequest
 
-    from trtllm_stream_fix.testing.synthetic import engine_responses
+    from trtllm_stream_fix.sim.model import engine_responses
 
     request = ResponsesRequest(
         model=MODEL, input="hi", stream=True, store=False, request_id=f"resp_{output.seed:08x}"
@@ -111,7 +111,7 @@ async def _collect(
 
 
 def comparable(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from trtllm_stream_fix.testing.visible import client_visible
+    from trtllm_stream_fix.differential.visible import client_visible
 
     return client_visible(events)
 
@@ -119,7 +119,7 @@ def comparable(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def verdicts(events: list[dict[str, Any]]) -> tuple[bool, bool, str]:
     """(strict checker ok, SDK accepts, first problem)."""
     from trtllm_stream_fix.checker.responses import check_responses_events
-    from trtllm_stream_fix.testing.sdk_oracle import sdk_accumulate
+    from trtllm_stream_fix.differential.sdk_oracle import sdk_accumulate
 
     check = check_responses_events(events)
     problem = "" if check.ok else (check.violations or ["no terminal event"])[0]
@@ -140,7 +140,7 @@ def run_all(outputs: list[Any]) -> dict[str, Any]:
     ``schema`` the streams whose every event carries every key of OpenAI's recorded schema
     (``event_types``: events seen per type, ``schema_problems``: missing keys in all).
     """
-    from trtllm_stream_fix.testing import openai_schema
+    from trtllm_stream_fix.differential import openai_schema
 
     stats = {"streams": 0, "compared": 0, "identical": 0, "strict": 0, "sdk": 0, "raised": 0}
     stats |= {"schema": 0, "schema_problems": 0}
@@ -178,8 +178,8 @@ def body_schema(outputs: list[Any]) -> dict[str, Any]:
     """Per output, the non-streaming body inline and from a worker (stream_interval 20),
     checked against OpenAI's recorded schema: counts of bodies, complete ones, problems, and
     the top-level keys the bodies carried (``keys``)."""
-    from trtllm_stream_fix.testing import openai_schema
-    from trtllm_stream_fix.testing.realstub.matrix import non_streaming_body, sent_body
+    from trtllm_stream_fix.differential import openai_schema
+    from trtllm_stream_fix.plugin.realstub.matrix import non_streaming_body, sent_body
 
     stats: dict[str, Any] = {"bodies": 0, "complete": 0, "raised": 0, "problems": 0}
     stats["examples"] = []
@@ -223,7 +223,7 @@ def stored_copies(outputs: list[Any]) -> dict[str, Any]:
     event's response on ``STORED_FIELDS`` (null entries aside), with the non-streaming body's
     keys, with the non-streaming body's status (``compared``) and, of those, with non-null
     usage equal to the body's (null entries aside)."""
-    from trtllm_stream_fix.testing.realstub.matrix import non_streaming_body, sent_body, streamed
+    from trtllm_stream_fix.plugin.realstub.matrix import non_streaming_body, sent_body, streamed
 
     stats: dict[str, Any] = {"streams": 0, "stored": 0, "same": 0, "shape": 0}
     stats.update(compared=0, usage=0, examples=[])
@@ -259,7 +259,7 @@ def usage_parity(outputs: list[Any]) -> dict[str, Any]:
     (``outputs``), of bodies whose usage equals the stream's, null entries aside (``inline``,
     ``worker``), of streams reporting reasoning tokens (``reasoning``) and cached tokens
     (``cached``), and of bodies whose building raised (``raised``)."""
-    from trtllm_stream_fix.testing.realstub.matrix import non_streaming_body, sent_body, streamed
+    from trtllm_stream_fix.plugin.realstub.matrix import non_streaming_body, sent_body, streamed
 
     stats: dict[str, Any] = {"outputs": 0, "inline": 0, "worker": 0, "reasoning": 0, "cached": 0}
     stats.update(raised=0, examples=[])
@@ -297,8 +297,8 @@ def soup_outputs(count: int) -> list[Any]:
 
     import numpy as np
 
-    from trtllm_stream_fix.testing.hostile import hostile_output
-    from trtllm_stream_fix.testing.token_soup import fuzz_outputs
+    from trtllm_stream_fix.differential.hostile import hostile_output
+    from trtllm_stream_fix.differential.token_soup import fuzz_outputs
 
     half = count // 2
     outputs = chain(fuzz_outputs(half, seed=3), map(hostile_output, range(count - half)))
@@ -325,7 +325,7 @@ def soup(source: str, count: int) -> dict[str, Any]:
 
 
 def main(source: str, count: int) -> dict[str, Any]:
-    from trtllm_stream_fix.testing.realstub import drive_preclass
+    from trtllm_stream_fix.plugin.realstub import drive_preclass
 
     if drive_preclass.is_pre_class(source):  # module functions, no processor class
         return drive_preclass.main(source, count)
@@ -334,7 +334,7 @@ def main(source: str, count: int) -> dict[str, Any]:
 
     from trtllm_stream_fix.plugin import registry, targets
     from trtllm_stream_fix.plugin.installer import install, uninstall
-    from trtllm_stream_fix.testing.synthetic import generate_outputs
+    from trtllm_stream_fix.sim.model import generate_outputs
 
     upstream_class = responses_utils.ResponsesStreamingProcessor
     checks = [targets.check(t) for t in registry.all_targets()]

@@ -366,22 +366,4 @@ def _call_allowed(name: str, allowed: set[str] | None) -> bool:
     return allowed is None or name in allowed
 
 
-def _register() -> None:
-    from .chat_differential import register_chat_impl
-
-    register_chat_impl(
-        "upstream",
-        lambda encoding: UpstreamChatBaseline(model="gpt-oss-20b", created=0, encoding=encoding),
-        lambda output, encoding: upstream_chat_completion(
-            output.delivered,
-            output.finish_reason,
-            model="gpt-oss-20b",
-            created=0,
-            encoding=encoding,
-        ),
-    )
-
-
-_register()  # importing this module makes "upstream" a chat implementation of the differential
-
 __all__ = ["UpstreamChatBaseline", "upstream_chat_completion"]

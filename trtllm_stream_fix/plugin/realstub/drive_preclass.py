@@ -2,7 +2,7 @@
 """Drive the real Responses functions of the pre-class line (83ab45a5) as its
 ``openai_server`` calls them, unpatched and with the plugin; print one ``RESULT <json>`` line.
 
-Usage: ``python -m trtllm_stream_fix.testing.realstub.drive_preclass SOURCE_DIR [COUNT]``
+Usage: ``python -m trtllm_stream_fix.plugin.realstub.drive_preclass SOURCE_DIR [COUNT]``
 (``realstub.drive`` hands a pre-class tree to this module). On that line the
 ``/v1/responses`` handler runs ``request_preprocess``, then iterates
 ``responses_api_process_streaming_events(request=, sampling_params=, generator=,
@@ -32,8 +32,8 @@ import sys
 import traceback
 from typing import Any
 
-from trtllm_stream_fix.testing import realstub
-from trtllm_stream_fix.testing.realstub.drive import STORED_FIELDS, comparable, set_values, verdicts
+from trtllm_stream_fix.plugin import realstub
+from trtllm_stream_fix.plugin.realstub.drive import STORED_FIELDS, comparable, set_values, verdicts
 
 MODEL = "gpt-oss-20b"
 SPLITS = (1, 20)
@@ -72,8 +72,8 @@ def _server() -> tuple[Any, Any]:
 
 
 def _promise(output: Any, split: int, prompt: list[int], cached_tokens: int = 0) -> Any:
-    from trtllm_stream_fix.testing.realstub.server import FakeGeneration, Record
-    from trtllm_stream_fix.testing.synthetic import engine_responses
+    from trtllm_stream_fix.plugin.realstub.server import FakeGeneration, Record
+    from trtllm_stream_fix.sim.model import engine_responses
 
     record = Record(prompt_token_ids=list(prompt), cached_tokens=cached_tokens)
     return FakeGeneration(record, engine_responses(output, split), post=None)
@@ -135,8 +135,8 @@ def stream(output: Any, split: int, store: bool, cached_tokens: int = 0) -> dict
         return {"frames": frames, "error": error, "copy": copy, "history": history}
 
     got = asyncio.run(run())
-    from trtllm_stream_fix.testing.engine_results import events_of
-    from trtllm_stream_fix.testing.realstub.matrix import sent_body
+    from trtllm_stream_fix.differential.engine_results import events_of
+    from trtllm_stream_fix.plugin.realstub.matrix import sent_body
 
     events = events_of(got["frames"])
     terminal = next((e["response"] for e in reversed(events) if e.get("type") in TERMINAL), {})
@@ -155,7 +155,7 @@ def body(output: Any, store: bool, cached_tokens: int = 0) -> dict[str, Any]:
     """The non-streaming response as the handler returns it (FastAPI dumps it by alias)."""
     from tensorrt_llm.serve import responses_utils
 
-    from trtllm_stream_fix.testing.realstub.matrix import sent_body
+    from trtllm_stream_fix.plugin.realstub.matrix import sent_body
 
     server, module = _server()
     conversations = responses_utils.ConversationHistoryStore()
@@ -186,7 +186,7 @@ def body(output: Any, store: bool, cached_tokens: int = 0) -> dict[str, Any]:
 def body_schema(outputs: list[Any]) -> dict[str, Any]:
     """Per output the non-streaming body (storage off), checked against OpenAI's recorded
     schema: counts as ``drive.body_schema`` (no workers on this line)."""
-    from trtllm_stream_fix.testing import openai_schema
+    from trtllm_stream_fix.differential import openai_schema
 
     stats: dict[str, Any] = {"bodies": 0, "complete": 0, "raised": 0, "problems": 0}
     stats["examples"] = []
@@ -204,7 +204,7 @@ def body_schema(outputs: list[Any]) -> dict[str, Any]:
 
 def _same(a: dict[str, Any], b: dict[str, Any], fields: tuple[str, ...]) -> list[str]:
     """The ``fields`` where two responses differ (ids canonical, null entries aside)."""
-    from trtllm_stream_fix.testing.visible import comparable_response
+    from trtllm_stream_fix.differential.visible import comparable_response
 
     a, b = comparable_response(a), comparable_response(b)
     return [k for k in fields if set_values(a.get(k)) != set_values(b.get(k))]
@@ -278,7 +278,7 @@ def main(source: str, count: int) -> dict[str, Any]:
 
     from trtllm_stream_fix.plugin import registry, targets
     from trtllm_stream_fix.plugin.installer import install, is_active, uninstall
-    from trtllm_stream_fix.testing.synthetic import generate_outputs
+    from trtllm_stream_fix.sim.model import generate_outputs
 
     server, _ = _server()
     names = ("process_streaming_events", "create_response")
