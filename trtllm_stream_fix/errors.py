@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """Every error this package raises derives from ``StreamFixError``.
 
-The core's errors (``core.errors``: lifecycle, Harmony stream, chat generation, encoding)
-are imported here; the tools' errors (checker, simulated server, upstream-pr, plugin
-installer) live in their modules and are imported by name on first use
-(``trtllm_stream_fix.errors.SSEProtocolError`` imports ``checker.sse_reader``). Importing
-this module loads neither ``openai`` nor ``openai_harmony``.
+The core's errors (``core.errors``: lifecycle, Harmony stream, chat generation, turn,
+encoding) are imported here; each other package keeps its errors in its own ``errors``
+module, its hierarchy in that docstring (``checker.errors``, ``sim.errors``,
+``plugin.errors``), imported by name on first use (``trtllm_stream_fix.errors.SSEProtocolError``
+imports ``checker.errors``). Importing this module loads neither ``openai`` nor
+``openai_harmony``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .core.errors import (
     LifecycleError,
     StreamFixError,
     TruncatedHeaderError,
+    TurnError,
     VocabPackageMissingError,
     VocabUnavailableError,
 )
@@ -28,24 +30,23 @@ from .core.errors import (
 ELSEWHERE: dict[str, str] = {
     "ConversionError": "upstream_pr.convert",
     "EditError": "upstream_pr.edits",
-    "FingerprintError": "plugin.fingerprint",
+    "FingerprintError": "plugin.errors",
     "HarnessUnavailableError": "upstream_pr.harness",
-    "InjectedDisconnect": "sim.faults",
-    "InvalidTransition": "checker.triton",
+    "InjectedDisconnect": "sim.errors",
+    "InvalidTransition": "checker.errors",
     "JSONLimitError": "jsonlimits",
-    "ProtocolRequiredError": "checker.client",
+    "ProtocolRequiredError": "checker.errors",
     "RequestError": "sim.errors",
     "SDKRejected": "differential.chat_oracle",
-    "SSEDecodeError": "checker.sse_reader",
-    "SSELimitError": "checker.sse_reader",
-    "SSEProtocolError": "checker.sse_reader",
+    "SSEDecodeError": "checker.errors",
+    "SSELimitError": "checker.errors",
+    "SSEProtocolError": "checker.errors",
     "SourceTreeError": "upstream_pr.changeset",
     "StoreError": "store.base",
     "StoreUnavailable": "store.base",
-    "StreamFixInstallError": "plugin.installer",
-    "TritonProtocolError": "checker.triton",
-    "TurnError": "core.turn",
-    "TurnRequestError": "sim.turns",
+    "StreamFixInstallError": "plugin.errors",
+    "TritonProtocolError": "checker.errors",
+    "TurnRequestError": "sim.errors",
     "UnknownItemReference": "store.references",
     "UnknownVersionError": "upstream_pr.detect",
 }
@@ -66,6 +67,7 @@ __all__ = [
     "LifecycleError",
     "StreamFixError",
     "TruncatedHeaderError",
+    "TurnError",
     "VocabPackageMissingError",
     "VocabUnavailableError",
 ]

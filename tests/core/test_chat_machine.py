@@ -18,7 +18,9 @@ from trtllm_stream_fix.core.chat_machine import (
     ChatOptions,
     build_chat_completion,
 )
+from trtllm_stream_fix.core.errors import LifecycleError
 from trtllm_stream_fix.core.harmony_tokens import MARKUP
+from trtllm_stream_fix.core.turn import Stage
 from trtllm_stream_fix.defaults import default_encoding
 from trtllm_stream_fix.differential.chat import (
     chat_nonstreaming,
@@ -253,6 +255,7 @@ def test_turn_errors_end_the_stream(text: str, finish: str, message: str) -> Non
 
 def test_nothing_after_done() -> None:
     machine = ChatChunkMachine(context(), encoding=ENC)
+    machine.start()
     frames = machine.feed(tokens("<|channel|>final<|message|>Hi"), finished=True)
     assert frames[-1] is cc.DONE
     assert machine.feed(tokens(" more"), finished=True) == []
@@ -261,11 +264,23 @@ def test_nothing_after_done() -> None:
 
 def test_sse_framing() -> None:
     machine = ChatChunkMachine(context(), encoding=ENC)
-    frames = machine.feed(tokens("<|channel|>final<|message|>Hi"), finished=True)
+    frames = machine.start() + machine.feed(tokens("<|channel|>final<|message|>Hi"), finished=True)
     wire = "".join(cc.format_chat_sse(f) for f in frames)
     assert wire.endswith("data: [DONE]\n\n")
     assert wire.startswith('data: {"id":"chatcmpl-test","object":"chat.completion.chunk"')
     assert '"finish_reason":null' in wire  # on the wire until the finish chunk
+
+
+def test_feed_or_fail_before_start_raises_as_on_the_responses_machine() -> None:
+    machine = ChatChunkMachine(context(), encoding=ENC)
+    with pytest.raises(LifecycleError, match="before start"):
+        machine.feed(tokens("<|channel|>final<|message|>Hi"))
+    with pytest.raises(LifecycleError, match="before start"):
+        machine.fail("early")
+    assert machine.stage is Stage.NEW
+    assert [cc.to_dict(f)["choices"][0]["delta"] for f in machine.start()] == [
+        {"role": "assistant"}
+    ]
 
 
 def test_partial_utf8_then_later_message_in_same_response() -> None:

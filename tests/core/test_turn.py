@@ -115,9 +115,11 @@ def test_chat_call_ids_come_from_the_injected_factory(encoding):
     text = "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>"
     tokens = encoding.encode(text, allowed_special="all")
     derived = ChatChunkMachine(context, encoding=encoding)
+    derived.start()
     derived.feed(tokens, finished=True, finish_reason="stop")
     assert derived.completion().choices[0].message.tool_calls[0].id == context.call_id(0)
     injected = ChatChunkMachine(context, encoding=encoding, new_id=lambda prefix: f"{prefix}_x")
+    injected.start()
     injected.feed(tokens, finished=True, finish_reason="stop")
     assert injected.completion().choices[0].message.tool_calls[0].id == "call_x"
 
@@ -170,7 +172,9 @@ def test_an_unknown_finish_reason_sends_no_settled_text_in_chat(encoding):
     """Chat has no item to close: the stream ends with the text streamed so far, then the error."""
     context = ChatContext(completion_id="chatcmpl-eos", model="m", created=0)
     machine = ChatChunkMachine(context, encoding=encoding)
-    frames = machine.feed(_cut_at_a_held_back_byte(encoding), finished=True, finish_reason="abort")
+    frames = machine.start() + machine.feed(
+        _cut_at_a_held_back_byte(encoding), finished=True, finish_reason="abort"
+    )
     payloads = [cc.to_dict(f) for f in frames]
     deltas = [
         p["choices"][0]["delta"] for p in payloads if isinstance(p, dict) and p.get("choices")

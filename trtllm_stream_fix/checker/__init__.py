@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Strict stream checkers: SSE framing, Responses, Chat Completions and Triton streams."""
+"""Strict stream checkers: SSE framing, Responses, Chat Completions and Triton streams.
+
+Its errors are in :mod:`.errors` (hierarchy there), re-exported here.
+"""
 
 from trtllm_stream_fix.checker.chat import (
     CHAT_ADVISORY_RULES,
@@ -18,6 +21,14 @@ from trtllm_stream_fix.checker.client import (
     stream_responses,
     stream_triton,
 )
+from trtllm_stream_fix.checker.errors import (
+    InvalidTransition,
+    ProtocolRequiredError,
+    SSEDecodeError,
+    SSELimitError,
+    SSEProtocolError,
+    TritonProtocolError,
+)
 from trtllm_stream_fix.checker.responses import (
     RULES,
     ResponsesCheck,
@@ -25,21 +36,11 @@ from trtllm_stream_fix.checker.responses import (
     ResponsesStreamChecker,
     check_responses_events,
 )
-from trtllm_stream_fix.checker.sse_reader import (
-    SSEDecodeError,
-    SSEEvent,
-    SSELimitError,
-    SSELimits,
-    SSEProtocolError,
-    SSEReader,
-    parse_sse,
-)
+from trtllm_stream_fix.checker.sse_reader import SSEEvent, SSELimits, SSEReader, parse_sse
 from trtllm_stream_fix.checker.triton import (
-    InvalidTransition,
     RequestInput,
     RequestState,
     TritonCheck,
-    TritonProtocolError,
     TritonRequest,
     TritonResponse,
     TritonStreamChecker,
@@ -56,6 +57,7 @@ __all__ = [
     "ChatStreamChecker",
     "ChatToolCall",
     "InvalidTransition",
+    "ProtocolRequiredError",
     "RequestInput",
     "RequestState",
     "ResponsesCheck",

@@ -39,11 +39,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from trtllm_stream_fix import jsonlimits
 from trtllm_stream_fix.checker.chat import ChatStreamChecker
+from trtllm_stream_fix.checker.errors import ProtocolRequiredError
 from trtllm_stream_fix.checker.findings import Findings
 from trtllm_stream_fix.checker.responses import ResponsesStreamChecker
 from trtllm_stream_fix.checker.sse_reader import SSEEvent, SSELimits, SSEProtocolError, SSEReader
 from trtllm_stream_fix.checker.triton import TritonStreamChecker
-from trtllm_stream_fix.errors import StreamFixError
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
@@ -574,10 +574,6 @@ async def stream_triton(
     return await _stream(
         client, url, body, session, headers=headers, idle_timeout=idle_timeout, deadline=deadline
     )
-
-
-class ProtocolRequiredError(StreamFixError, ValueError):
-    """A raw SSE body was given without its protocol."""
 
 
 #: What a stream of each protocol looks like, for messages that suggest one.

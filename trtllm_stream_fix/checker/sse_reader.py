@@ -21,7 +21,7 @@ import codecs
 import re
 from dataclasses import dataclass
 
-from ..errors import StreamFixError
+from .errors import SSEDecodeError, SSELimitError, SSEProtocolError
 
 __all__ = [
     "SSEDecodeError",
@@ -34,18 +34,6 @@ __all__ = [
 ]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
-
-
-class SSEProtocolError(StreamFixError, ValueError):
-    """The byte stream is not a valid (or acceptable) event stream."""
-
-
-class SSEDecodeError(SSEProtocolError):
-    """The byte stream is not valid UTF-8."""
-
-
-class SSELimitError(SSEProtocolError):
-    """A line, an event or the whole stream exceeds its configured size limit."""
 
 
 @dataclass(frozen=True)

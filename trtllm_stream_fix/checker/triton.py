@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import StreamFixError
+from .errors import InvalidTransition, TritonProtocolError
 from .findings import Findings, FindingsView
 
 __all__ = [
@@ -44,14 +44,6 @@ _META_KEYS = frozenset(
         "raw_output_contents",
     }
 )
-
-
-class TritonProtocolError(StreamFixError, ValueError):
-    """A Triton stream broke the decoupled-streaming protocol."""
-
-
-class InvalidTransition(TritonProtocolError):
-    """An input arrived in a state that does not accept it."""
 
 
 class RequestState(enum.Enum):

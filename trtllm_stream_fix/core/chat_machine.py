@@ -17,12 +17,13 @@ instance per request, ``feed`` once per engine response. The frames of one strea
    (``include_usage``), then ``DONE``.
 
 Lifecycle, fast path, facts loop, errors and token accounting: ``turn.Turn`` (``Stage``,
-``LifecycleError``; ``feed`` or ``fail`` before ``start`` start the stream, a second
-``start`` raises). A Harmony parse error, a function call without a name (``functions.``
-and blanks), an unknown finish reason or an internal error ends the stream with the chunks
-built so far, an error payload and ``DONE``; nothing escapes ``feed`` and nothing follows
-``DONE``. ``completion()`` (``final_response``: the same, or None) is the non-streaming
-``chat.completion``, assembled from exactly what was streamed.
+``LifecycleError``: ``feed`` or ``fail`` before ``start`` and a second ``start`` raise, as
+on the Responses machine; ``start`` returns the role chunk). A Harmony parse error, a
+function call without a name (``functions.`` and blanks), an unknown finish reason or an
+internal error ends the stream with the chunks built so far, an error payload and ``DONE``;
+nothing escapes ``feed`` and nothing follows ``DONE``. ``completion()`` (``final_response``:
+the same, or None) is the non-streaming ``chat.completion``, assembled from exactly what was
+streamed.
 """
 
 from __future__ import annotations
@@ -197,9 +198,6 @@ class ChatChunkMachine(Turn[Frame]):
 
     # -- turn -> runs -> frames -----------------------------------------------------------
 
-    def _implicit_start(self, method: str) -> list[Any]:
-        return self.start()  # the role chunk goes first
-
     def _started(self) -> list[Frame]:
         """The role chunk."""
         return [cc.role_chunk(self._header)]
@@ -314,6 +312,7 @@ def build_chat_completion(
     would have ended with an error.
     """
     machine = ChatChunkMachine(context, options=options, encoding=encoding, new_id=new_id)
+    machine.start()
     machine.feed(token_ids, finished=True, finish_reason=finish_reason)
     return machine.completion()
 

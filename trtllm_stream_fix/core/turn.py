@@ -22,9 +22,9 @@ Lifecycle::
 
     NEW --start()--> STREAMING --feed(..., finished=True) | an error | fail()--> DONE
 
-A second ``start`` raises ``LifecycleError``; so do ``feed`` and ``fail`` in NEW unless the
-subclass starts implicitly (``_implicit_start``). In DONE they return ``[]`` and the driver
-is released. Errors never escape ``feed``: an invalid token, a function call without a name,
+A second ``start`` raises ``LifecycleError``; so do ``feed`` and ``fail`` in NEW (on both
+machines: the stream's first output is ``start()``'s). In DONE they return ``[]`` and the
+driver is released. Errors never escape ``feed``: an invalid token, a function call without a name,
 an unknown finish reason or an internal error ends the turn through ``_failed``.
 """
 
@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar, cast
 
 from .drivers import HarmonyDriver, new_driver
-from .errors import HarmonyStreamError, LifecycleError, StreamFixError, TruncatedHeaderError
+from .errors import HarmonyStreamError, LifecycleError, TruncatedHeaderError, TurnError
 from .facts import NOT_CONTENT, ContentDelta, Fact, MessageClosed, MessageOpened
 from .items import KINDS, ItemKind, KindSpec, Preambles, classify, function_name
 
@@ -59,10 +59,6 @@ class Stage(enum.Enum):
     NEW = "new"  # built: start() comes next
     STREAMING = "streaming"  # started: feed() once per engine response
     DONE = "done"  # the terminal output was emitted: nothing follows
-
-
-class TurnError(StreamFixError):
-    """The turn cannot be completed; its message is what the client gets."""
 
 
 class OpenMessage:
@@ -150,9 +146,8 @@ class Turn(abc.ABC, Generic[Out]):
         if self._stage is not Stage.STREAMING:
             if self._stage is Stage.DONE:
                 return []  # nothing follows the terminal output
-            out = self._implicit_start("feed")
-        else:
-            out = []
+            raise self._not_started("feed")
+        out: list[Any] = []
         driver = self._driver
         assert driver is not None  # released only at DONE
         try:
@@ -197,16 +192,15 @@ class Turn(abc.ABC, Generic[Out]):
         if self._stage is not Stage.STREAMING:
             if self._stage is Stage.DONE:
                 return []
-            out = self._implicit_start("fail")
-        else:
-            out = []
+            raise self._not_started("fail")
+        out: list[Any] = []
         self._fail(message, out, code)
         return self._rendered(out)
 
     # -- facts -> hooks -----------------------------------------------------------------
 
-    def _implicit_start(self, method: str) -> list[Any]:
-        raise LifecycleError(f"{method}() before start(): response.created must come first")
+    def _not_started(self, method: str) -> LifecycleError:
+        return LifecycleError(f"{method}() before start(): start()'s output opens the stream")
 
     def _apply(self, facts: list[Fact], out: list[Any], eos_status: str) -> None:
         """Output for ``facts``; ``eos_status`` is the status of a message closed by EOS."""

@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """Drop-in ``trtllm-serve`` plugin: patches TensorRT-LLM's Responses Harmony streaming.
 
-Importing this package imports neither TensorRT-LLM nor the core; the functions below load
-what they need. See ``registry`` for what is patched and ``docs/operators.md`` for operation.
+Importing this package imports neither TensorRT-LLM nor the core's machines (only its error
+classes: :mod:`.errors`, re-exported here); the functions below load what they need. See
+``registry`` for what is patched and ``docs/operators.md`` for operation.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from .errors import FingerprintError, StreamFixInstallError
 
 
 def install(**kwargs: Any) -> Any:
@@ -58,6 +61,8 @@ def serve_trtllm_main(argv: list[str] | None = None) -> int:
 
 
 __all__ = [
+    "FingerprintError",
+    "StreamFixInstallError",
     "doctor_main",
     "doctor_report",
     "install",

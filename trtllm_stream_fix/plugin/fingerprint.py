@@ -16,15 +16,11 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import StreamFixError
 from . import registry, versions
+from .errors import FingerprintError
 from .sourceshapes import judge_source
 
 SERVE = Path("tensorrt_llm") / "serve"
-
-
-class FingerprintError(StreamFixError, ValueError):
-    """No TensorRT-LLM serve folder where one was asked for."""
 
 
 def serve_dir(source: str | None) -> Path:

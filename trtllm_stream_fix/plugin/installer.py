@@ -29,8 +29,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..core.errors import StreamFixError
 from . import registry, targets
+from .errors import StreamFixInstallError
 from .registry import Patch
 
 logger = logging.getLogger("trtllm_stream_fix.plugin")
@@ -44,10 +44,6 @@ OTHER_LINE = "not on this line"  # detail of an absent outcome of the other desi
 #: The patch that fixes streaming on each module design (``is_active``).
 STREAMING_PATCHES = {targets.CLASS_LINE: "processor", targets.PRE_CLASS_LINE: "pre-class-stream"}
 _OFF = frozenset(("0", "off", "false", "no", "disable", "disabled"))
-
-
-class StreamFixInstallError(StreamFixError, RuntimeError):
-    """A patch could not be applied while ``TRTLLM_STREAM_FIX=require``."""
 
 
 @dataclass(frozen=True)

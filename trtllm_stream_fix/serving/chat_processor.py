@@ -92,6 +92,7 @@ def stream_chunks(rsp: Any, args: Any, num_prompt_tokens: int | None = None) -> 
     machine = getattr(args, _STATE, None)
     if machine == _ENDED:
         return []
+    frames = []
     if machine is None:
         machine = ChatChunkMachine(
             chat_context(rsp, args, stream=True, num_prompt_tokens=num_prompt_tokens),
@@ -99,9 +100,10 @@ def stream_chunks(rsp: Any, args: Any, num_prompt_tokens: int | None = None) -> 
             encoding=default_encoding(),
         )
         setattr(args, _STATE, machine)
+        frames = machine.start()  # the role chunk
     output = rsp.outputs[0]
     done = bool(getattr(rsp, "_done", False))
-    frames = machine.feed(output.token_ids_diff, finished=done, finish_reason=output.finish_reason)
+    frames += machine.feed(output.token_ids_diff, finished=done, finish_reason=output.finish_reason)
     if machine.finished:
         setattr(args, _STATE, _ENDED)  # release the parser; later responses send nothing
         if not done and machine.error is not None:

@@ -1,5 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""OpenAI-shaped error bodies and the exception that carries one to the HTTP edge."""
+"""OpenAI-shaped error bodies and the simulated server's errors.
+
+Hierarchy::
+
+    StreamFixError
+    ├── RequestError: a rejected request, its HTTP status and OpenAI-style body
+    ├── TurnRequestError (ValueError): a request that cannot be followed (``param``)
+    └── InjectedDisconnect: raised in a body to make the server drop the connection
+"""
 
 from __future__ import annotations
 
@@ -34,3 +42,15 @@ class RequestError(StreamFixError):
         super().__init__(message)
         self.status = status
         self.body = error_body(message, type_=type_, param=param, code=code)
+
+
+class InjectedDisconnect(StreamFixError):
+    """Raised inside the response body to make the server drop the connection."""
+
+
+class TurnRequestError(StreamFixError, ValueError):
+    """The request cannot be followed (``param`` names the offending field)."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.param = param

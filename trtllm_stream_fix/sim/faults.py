@@ -12,16 +12,12 @@ import json
 import re
 from collections.abc import AsyncIterator
 
-from ..core.errors import StreamFixError
+from .errors import InjectedDisconnect
 
 _TERMINAL = re.compile(r"^event: response\.(completed|incomplete|failed)$", re.MULTILINE)
 
 #: Size of the ``oversize`` event's data line (above the strict reader's 8 MiB default).
 OVERSIZE_BYTES = 9 * 1024 * 1024
-
-
-class InjectedDisconnect(StreamFixError):
-    """Raised inside the response body to make the server drop the connection."""
 
 
 def _frame(event_type: str, data: str) -> str:

@@ -29,9 +29,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import StreamFixError
 from ..core.harmony_tokens import CALL, END, RETURN
 from ..encoding import PlainTextEncoder, encode_with_specials, load_gpt_oss_encoding
+from .errors import TurnRequestError
 from .model import SyntheticOutput
 from .schema_args import sample
 
@@ -58,14 +58,6 @@ _ANSWER = "Here is what I found."
 #: Words of prose in an answer (after the opening sentence).
 ANSWER_WORDS = (10, 120)
 MAX_OUTPUT_QUOTE = 200
-
-
-class TurnRequestError(StreamFixError, ValueError):
-    """The request cannot be followed (``param`` names the offending field)."""
-
-    def __init__(self, message: str, param: str) -> None:
-        super().__init__(message)
-        self.param = param
 
 
 @dataclass(frozen=True)
