@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from trtllm_stream_fix.core import fast_harmony
 from trtllm_stream_fix.core.chat_machine import ChatChunkMachine, ChatContext, ChatOptions
 from trtllm_stream_fix.core.fast_harmony import FastHarmonyDriver
-from trtllm_stream_fix.core.harmony_driver import HarmonyDriver
+from trtllm_stream_fix.core.harmony_driver import ReferenceHarmonyDriver
 from trtllm_stream_fix.differential.chat import parser_difference, run_chat_check
 from trtllm_stream_fix.differential.hostile import hostile_output
 from trtllm_stream_fix.differential.responses import splits_for
@@ -43,7 +43,7 @@ def test_fast_is_the_default_chat_parser(encoding):
     machine = ChatChunkMachine(
         _context(), encoding=encoding, options=ChatOptions(parser="reference")
     )
-    assert type(machine._driver) is HarmonyDriver
+    assert type(machine._driver) is ReferenceHarmonyDriver
     assert chat_options({"TRTLLM_STREAM_FIX_PARSER": "reference"}).parser == "reference"
 
 

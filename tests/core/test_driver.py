@@ -9,10 +9,10 @@ from openai_harmony import Role, StreamableParser
 
 from trtllm_stream_fix.core.harmony_driver import (
     ContentDelta,
-    HarmonyDriver,
     HarmonyStreamError,
     MessageClosed,
     MessageOpened,
+    ReferenceHarmonyDriver,
     TruncatedHeaderError,
     message_text,
 )
@@ -37,7 +37,7 @@ def test_facts_describe_the_parser_messages_after_every_batch(encoding, size):
     for output in generate_outputs(60, seed=3):
         if output.malformed:
             continue
-        driver = RecordingDriver(HarmonyDriver(encoding))
+        driver = RecordingDriver(ReferenceHarmonyDriver(encoding))
         reference = StreamableParser(encoding, Role.ASSISTANT)
         for batch in batches(list(output.delivered), size):
             driver.feed(batch)
@@ -47,7 +47,7 @@ def test_facts_describe_the_parser_messages_after_every_batch(encoding, size):
 
 
 def test_facts_describe_messages(encoding, tokens):
-    facts = HarmonyDriver(encoding).feed(tokens(TEXT))
+    facts = ReferenceHarmonyDriver(encoding).feed(tokens(TEXT))
     kinds = [type(f) for f in facts]
     assert kinds == [
         MessageOpened,
@@ -76,7 +76,7 @@ def test_hot_path_never_reads_state_or_messages_per_token(encoding, tokens, monk
 
         monkeypatch.setattr(StreamableParser, name, property(spy))
     token_ids = tokens(TEXT)
-    driver = HarmonyDriver(encoding)
+    driver = ReferenceHarmonyDriver(encoding)
     for token in token_ids:
         driver.feed([token])
     assert reads["state"] == 0
@@ -87,7 +87,7 @@ def test_hot_path_never_reads_state_or_messages_per_token(encoding, tokens, monk
 
 
 def test_finish_closes_message_without_stop_token(encoding, tokens):
-    driver = RecordingDriver(HarmonyDriver(encoding))
+    driver = RecordingDriver(ReferenceHarmonyDriver(encoding))
     driver.feed(tokens("<|channel|>final<|message|>Partial answ"))
     facts = driver.finish()
     assert isinstance(facts[-1], MessageClosed)
@@ -96,7 +96,7 @@ def test_finish_closes_message_without_stop_token(encoding, tokens):
 
 
 def test_finish_inside_header_raises_truncated_header(encoding, tokens):
-    driver = RecordingDriver(HarmonyDriver(encoding))
+    driver = RecordingDriver(ReferenceHarmonyDriver(encoding))
     driver.feed(tokens("<|channel|>final<|message|>Hi<|end|><|start|>assistant<|channel|>fin"))
     with pytest.raises(TruncatedHeaderError):
         driver.finish()
@@ -105,7 +105,7 @@ def test_finish_inside_header_raises_truncated_header(encoding, tokens):
 
 def test_parse_error_reports_position_and_keeps_earlier_facts(encoding, tokens):
     token_ids = tokens("<|channel|>final<|message|>Hi<|return|>junk")
-    driver = HarmonyDriver(encoding)
+    driver = ReferenceHarmonyDriver(encoding)
     facts: list = []
     with pytest.raises(HarmonyStreamError) as info:
         driver.feed(token_ids, facts)
@@ -117,7 +117,7 @@ def test_parse_error_reports_position_and_keeps_earlier_facts(encoding, tokens):
 def test_multibyte_character_split_across_batches(encoding, tokens):
     token_ids = tokens("<|channel|>final<|message|>👨‍👩‍👧‍👦 ok<|return|>")
     for size in (1, 2, 3):
-        driver = HarmonyDriver(encoding)
+        driver = ReferenceHarmonyDriver(encoding)
         text = ""
         for batch in batches(token_ids, size):
             text += "".join(f.text for f in driver.feed(batch) if isinstance(f, ContentDelta))
@@ -126,15 +126,15 @@ def test_multibyte_character_split_across_batches(encoding, tokens):
 
 def test_public_parser_api_fallback_gives_the_same_facts(encoding, tokens):
     token_ids = tokens(TEXT)
-    direct = HarmonyDriver(encoding)
+    direct = ReferenceHarmonyDriver(encoding)
     assert direct._inner is not direct._parser  # the Rust parser is reachable here
-    fallback = HarmonyDriver(encoding)
+    fallback = ReferenceHarmonyDriver(encoding)
     fallback._inner = fallback._parser  # what an openai-harmony without ``_inner`` gets
     for size in (1, 3, 20):
         a = [f for batch in batches(token_ids, size) for f in direct.feed(batch)]
         b = [f for batch in batches(token_ids, size) for f in fallback.feed(batch)]
         assert a == b
-        direct, fallback = HarmonyDriver(encoding), HarmonyDriver(encoding)
+        direct, fallback = ReferenceHarmonyDriver(encoding), ReferenceHarmonyDriver(encoding)
         fallback._inner = fallback._parser
 
 
@@ -198,7 +198,7 @@ def test_deltas_of_each_message_join_to_the_parser_text(encoding, size):
     ]
     cases = [list(o.delivered) for o in generate_outputs(60, seed=5)] + broken
     for token_ids in cases:
-        driver = HarmonyDriver(encoding)
+        driver = ReferenceHarmonyDriver(encoding)
         facts: list = []
         try:
             for batch in batches(token_ids, size):
@@ -234,7 +234,7 @@ def test_text_after_invalid_utf8_is_kept_at_every_batch_size(encoding, tokens, s
         *tokens(" word<|end|><|start|>assistant<|channel|>final<|message|>next"),
         _lone_byte_token(encoding, b"\xe2"),
     ]
-    driver = RecordingDriver(HarmonyDriver(encoding))
+    driver = RecordingDriver(ReferenceHarmonyDriver(encoding))
     facts: list = []
     for batch in batches(token_ids, size):
         driver.feed(batch, facts)
@@ -249,7 +249,7 @@ def _decoding_driver(encoding):
     """A driver that decodes content text itself, as on openai-harmony 0.0.4."""
     from trtllm_stream_fix.core.harmony_utf8 import ContentDecoder, token_bytes
 
-    driver = HarmonyDriver(encoding)
+    driver = ReferenceHarmonyDriver(encoding)
     driver._decoder = ContentDecoder(token_bytes(encoding))
     return driver
 
@@ -269,7 +269,7 @@ def test_without_the_parsers_text_the_driver_decodes_it_alike(encoding, tokens):
     cases = broken + [list(o.delivered) for o in generate_outputs(80, seed=11) if not o.malformed]
     for token_ids in cases:
         for size in (1, 3):
-            expected = _trace(HarmonyDriver(encoding), batches(token_ids, size))
+            expected = _trace(ReferenceHarmonyDriver(encoding), batches(token_ids, size))
             assert _trace(_decoding_driver(encoding), batches(token_ids, size)) == expected
 
 
@@ -285,7 +285,7 @@ def _trace(driver, responses):
     return trace
 
 
-@pytest.mark.parametrize("build", [HarmonyDriver, _decoding_driver])
+@pytest.mark.parametrize("build", [ReferenceHarmonyDriver, _decoding_driver])
 def test_per_token_deltas_after_invalid_utf8(encoding, tokens, build):
     """The one-token path: an invalid sequence is U+FFFD, then what follows it waits a token."""
     token_ids = [*tokens("<|channel|>final<|message|>ab"), _lone_byte_token(encoding, b"\xf0")]

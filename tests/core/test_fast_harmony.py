@@ -19,8 +19,8 @@ from trtllm_stream_fix.core.drivers import new_driver
 from trtllm_stream_fix.core.fast_harmony import FastHarmonyDriver, parse_header
 from trtllm_stream_fix.core.harmony_driver import (
     NOT_CONTENT,
-    HarmonyDriver,
     HarmonyStreamError,
+    ReferenceHarmonyDriver,
     TruncatedHeaderError,
 )
 from trtllm_stream_fix.core.harmony_tokens import CALL, END, MESSAGE
@@ -80,13 +80,17 @@ def _open(driver, tokens):
 @pytest.mark.parametrize("header", HEADERS)
 def test_first_message_headers_as_the_reference(encoding, tokens, header):
     batch = tokens(header + "<|message|>Hi")
-    assert _open(FastHarmonyDriver(encoding), batch) == _open(HarmonyDriver(encoding), batch)
+    assert _open(FastHarmonyDriver(encoding), batch) == _open(
+        ReferenceHarmonyDriver(encoding), batch
+    )
 
 
 @pytest.mark.parametrize("header", START_HEADERS)
 def test_later_message_headers_as_the_reference(encoding, tokens, header):
     batch = tokens("<|channel|>analysis<|message|>x<|end|><|start|>" + header + "<|message|>y")
-    assert _open(FastHarmonyDriver(encoding), batch) == _open(HarmonyDriver(encoding), batch)
+    assert _open(FastHarmonyDriver(encoding), batch) == _open(
+        ReferenceHarmonyDriver(encoding), batch
+    )
 
 
 def test_own_header_parser_forms():
@@ -179,7 +183,7 @@ def _one_token_at_a_time(driver, soup, take):
             except HarmonyStreamError as exc:
                 seen.append(("error", str(exc)))
                 break
-        seen.append((delta, driver.phase, driver.tokens_fed))
+        seen.append((delta, driver.state, driver.tokens_fed))
     return seen
 
 
@@ -187,7 +191,7 @@ def _one_token_at_a_time(driver, soup, take):
 @given(st.lists(st.sampled_from([*_POOL, *map(np.int64, _POOL[:6])]), max_size=40))
 def test_take_content_is_the_two_call_path(encoding, soup):
     """``take_content`` = ``content_delta`` where ``is_content_token``, on both drivers."""
-    for driver in (FastHarmonyDriver, HarmonyDriver):
+    for driver in (FastHarmonyDriver, ReferenceHarmonyDriver):
         one = _one_token_at_a_time(driver(encoding), soup, take=True)
         assert one == _one_token_at_a_time(driver(encoding), soup, take=False)
 
@@ -202,11 +206,11 @@ def test_invalid_utf8_left_pending_by_an_error_is_sent_with_the_next_token(encod
 def test_numpy_token_arrays(encoding, tokens):
     text = "<|channel|>analysis<|message|>Think 🤖.<|end|><|start|>assistant<|channel|>final"
     batch = tokens(text + "<|message|>Paris.")
-    expected = HarmonyDriver(encoding).feed(batch)
+    expected = ReferenceHarmonyDriver(encoding).feed(batch)
     for dtype in (np.int32, np.int64, np.uint32):
         assert FastHarmonyDriver(encoding).feed(np.array(batch, dtype=dtype)) == expected
         assert FastHarmonyDriver(encoding).feed([np.int64(t) for t in batch]) == expected
-    driver, reference = FastHarmonyDriver(encoding), HarmonyDriver(encoding)
+    driver, reference = FastHarmonyDriver(encoding), ReferenceHarmonyDriver(encoding)
     driver.feed(np.array(batch[:-1]))
     reference.feed(batch[:-1])
     assert driver.is_content_token(np.int64(batch[-1]))
@@ -235,7 +239,7 @@ def test_fast_path_never_touches_the_reference_parser(encoding, tokens, monkeypa
     recorded.feed(batch[-1:] + [CALL])
     recorded.finish()
     assert calls == [] and not driver.handed_over
-    reference = RecordingDriver(HarmonyDriver(encoding))
+    reference = RecordingDriver(ReferenceHarmonyDriver(encoding))
     reference.feed(batch + [CALL])
     assert recorded.messages == reference.messages != []
 
@@ -248,7 +252,7 @@ def test_errors_are_the_reference_errors(encoding, tokens):
         [*tokens("<|channel|>final<|message|>a<|end|>"), END],
     ]
     for batch in cases:
-        fast, reference = FastHarmonyDriver(encoding), HarmonyDriver(encoding)
+        fast, reference = FastHarmonyDriver(encoding), ReferenceHarmonyDriver(encoding)
         with pytest.raises(HarmonyStreamError) as want:
             reference.feed(batch)
         with pytest.raises(HarmonyStreamError) as got:
@@ -259,7 +263,7 @@ def test_errors_are_the_reference_errors(encoding, tokens):
 
 def test_end_inside_a_header_is_the_reference_truncated_header(encoding, tokens):
     batch = tokens("<|channel|>final<|message|>a<|end|><|start|>assis")
-    fast, reference = FastHarmonyDriver(encoding), HarmonyDriver(encoding)
+    fast, reference = FastHarmonyDriver(encoding), ReferenceHarmonyDriver(encoding)
     fast.feed(batch)
     reference.feed(batch)
     with pytest.raises(TruncatedHeaderError) as want:
@@ -275,7 +279,7 @@ def test_long_batches_scan_with_numpy(encoding, tokens, monkeypatch):
     monkeypatch.setattr(fast_harmony.np, "flatnonzero", lambda a: seen.append(1) or original(a))
     text = "<|channel|>analysis<|message|>" + "word " * 80 + "<|end|><|start|>assistant"
     batch = tokens(text + "<|channel|>final<|message|>" + "done " * 40 + "<|return|>")
-    assert FastHarmonyDriver(encoding).feed(batch) == HarmonyDriver(encoding).feed(batch)
+    assert FastHarmonyDriver(encoding).feed(batch) == ReferenceHarmonyDriver(encoding).feed(batch)
     assert seen
 
 
@@ -288,7 +292,7 @@ def test_stream_config_selects_the_parser(encoding):
         context, config=StreamConfig(parser="reference"), encoding=encoding
     )
     assert isinstance(fast._driver, FastHarmonyDriver)
-    assert type(reference._driver) is HarmonyDriver
+    assert type(reference._driver) is ReferenceHarmonyDriver
     assert StreamConfig.from_env({"TRTLLM_STREAM_FIX_PARSER": "fast"}).parser == "fast"
     with pytest.raises(ValueError, match="TRTLLM_STREAM_FIX_PARSER"):
         StreamConfig.from_env({"TRTLLM_STREAM_FIX_PARSER": "quick"})
@@ -320,7 +324,7 @@ def test_messages_include_an_empty_message_closed_by_the_end_of_stream(encoding,
     for token in batch:
         parser.process(token)
     parser.process_eos()
-    for driver in (HarmonyDriver(encoding), FastHarmonyDriver(encoding)):
+    for driver in (ReferenceHarmonyDriver(encoding), FastHarmonyDriver(encoding)):
         recorded = RecordingDriver(driver)
         recorded.feed(batch)
         recorded.finish()

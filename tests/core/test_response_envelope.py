@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from trtllm_stream_fix.core.machine import ResponsesEventMachine
-from trtllm_stream_fix.core.response import build_response, request_echo
+from trtllm_stream_fix.core.response import request_echo, response_envelope
 from trtllm_stream_fix.core.sse import event_to_dict, model_to_json
 from trtllm_stream_fix.defaults import new_context
 from trtllm_stream_fix.differential import openai_schema
@@ -97,7 +97,7 @@ def test_every_response_carries_the_sampling_values_in_effect(encoding, context,
 
 def test_the_schema_flags_a_response_without_numeric_sampling_values():
     context = new_context(created_at=1796122733, clock=lambda: 1796122734)
-    body = json.loads(model_to_json(build_response(context, [], [], status="completed")))
+    body = json.loads(model_to_json(response_envelope(context, [], [], status="completed")))
     assert openai_schema.missing_keys(body) == []
     assert openai_schema.missing_keys({**body, "temperature": None}) == [
         "response: 'temperature' is NoneType, not a number"

@@ -200,7 +200,7 @@ def test_a_loaded_response_dumps_every_key_it_was_stored_with(extra, monkeypatch
     class Strict(patched):  # upstream's OpenAIBaseModel forbids extras
         model_config = ConfigDict(extra=extra)
 
-    monkeypatch.setattr(conversation_store, "_response_model", lambda: Strict)
+    monkeypatch.setattr(conversation_store, "_stored_response_model", lambda: Strict)
     store = StoredConversationHistoryStore(store=MemoryStore())
 
     async def run():

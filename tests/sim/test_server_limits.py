@@ -405,12 +405,12 @@ def test_an_integer_beyond_64_bits_anywhere_is_a_400_with_its_path(base_url):
 
 
 def test_model_to_json_never_turns_integers_into_floats():
-    from trtllm_stream_fix.core.response import build_response
+    from trtllm_stream_fix.core.response import response_envelope
     from trtllm_stream_fix.core.sse import model_to_json
     from trtllm_stream_fix.defaults import new_context
 
     context = new_context(created_at=1796122733, clock=lambda: 1796122734, max_output_tokens=2**70)
-    response = build_response(context, [], [], status="completed")
+    response = response_envelope(context, [], [], status="completed")
     decoded = json.loads(model_to_json(response))
     assert decoded["created_at"] == 1796122733 and isinstance(decoded["created_at"], int)
     assert decoded["completed_at"] == 1796122734 and isinstance(decoded["completed_at"], int)

@@ -57,7 +57,7 @@ from openai_harmony import HarmonyError, Role, StreamableParser, StreamState
 
 from ..core import events as ev
 from ..core.context import ResponseContext
-from ..core.response import build_response, typed_tools, usage
+from ..core.response import response_envelope, typed_tools, usage
 
 _STATUS = {
     None: "completed",
@@ -197,7 +197,7 @@ class UpstreamBaselineStream:
 
     def start(self) -> list[Any]:
         """``response.created`` and ``response.in_progress``."""
-        snapshot = build_response(self.context, self._tools, [], status="in_progress")
+        snapshot = response_envelope(self.context, self._tools, [], status="in_progress")
         return [
             ev.lifecycle("response.created", snapshot, self._next()),
             ev.lifecycle("response.in_progress", snapshot, self._next()),
@@ -332,7 +332,7 @@ class UpstreamBaselineStream:
         messages = self._encoding.parse_messages_from_completion_tokens(
             self._tokens, role=Role.ASSISTANT
         )
-        response = build_response(
+        response = response_envelope(
             self.context,
             self._tools,
             [],

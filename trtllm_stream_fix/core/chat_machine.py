@@ -40,12 +40,12 @@ from .chat_chunks import DONE, ChatHeader, ChatStreamError, Frame
 from .config import Parser, StreamConfig
 from .errors import ChatGenerationError
 from .facts import MessageOpened
-from .items import IdFactory, ItemKind, Preambles
+from .items import IdFactory, ItemKind, PreambleRoute
 from .turn import LifecycleError, OpenMessage, Stage, Turn, TurnError
 
 ChatPreambles = Literal["content", "reasoning", "drop"]
 ReasoningField = Literal["reasoning", "reasoning_content"]
-_TURN_PREAMBLES: dict[str, Preambles] = {
+_PREAMBLE_ROUTES: dict[str, PreambleRoute] = {
     "content": "commentary",
     "reasoning": "reasoning",
     "drop": "drop",
@@ -98,7 +98,7 @@ class ChatContext:
         """The id of tool call ``index``: derived from the completion id, so unique per call."""
         return f"call_{self._id_suffix()}_{index}"
 
-    def derived_ids(self) -> IdFactory:
+    def id_factory(self) -> IdFactory:
         """Ids derived from the completion id: ``{prefix}_{suffix}_{n}``, n = 0, 1, 2, ...
 
         The default ``new_id`` of a chat machine: its n-th tool call's id is ``call_id(n)``.
@@ -143,12 +143,12 @@ class ChatChunkMachine(Turn[Frame]):
         super().__init__(
             encoding=encoding,
             parser=options.parser,
-            preambles=_TURN_PREAMBLES[options.preambles],
+            preambles=_PREAMBLE_ROUTES[options.preambles],
             log_name=f"chat completion {context.completion_id}",
         )
         self.context = context
         self.options = options
-        self._new_id = new_id or context.derived_ids()
+        self._new_id = new_id or context.id_factory()
         self._header = ChatHeader(context.completion_id, context.model, context.created)
         reasoning = options.reasoning_field
         self._fields = {

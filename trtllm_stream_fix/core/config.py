@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, TypeVar, cast, get_args
 
-Preambles = Literal["commentary", "drop"]
+ResponsesPreambles = Literal["commentary", "drop"]
 C = TypeVar("C", bound=str)  # a Literal of choices
 LengthTerminal = Literal["incomplete", "completed"]
 Parser = Literal["fast", "reference"]
@@ -30,7 +30,7 @@ class StreamConfig:
     openai_harmony's ``StreamableParser`` one token at a time. Both give the same events.
     """
 
-    preambles: Preambles = "commentary"
+    preambles: ResponsesPreambles = "commentary"
     length_terminal: LengthTerminal = "incomplete"
     parser: Parser = "fast"
 
@@ -44,7 +44,7 @@ class StreamConfig:
         """
         env = environ
         return cls(
-            preambles=env_choice(env, PREAMBLES_ENV, Preambles, cls.preambles),
+            preambles=env_choice(env, PREAMBLES_ENV, ResponsesPreambles, cls.preambles),
             length_terminal=env_choice(
                 env, LENGTH_TERMINAL_ENV, LengthTerminal, cls.length_terminal
             ),

@@ -2,8 +2,9 @@
 """The Harmony driver contract (``HarmonyDriver``) and the factory that picks one.
 
 Two drivers keep it: ``fast_harmony.FastHarmonyDriver`` (whole engine responses at once, the
-default) and ``harmony_driver.HarmonyDriver`` (openai_harmony's ``StreamableParser``, one
-token at a time: the reference). Both report the same facts (``facts``) and errors.
+default) and ``harmony_driver.ReferenceHarmonyDriver`` (openai_harmony's
+``StreamableParser``, one token at a time: the reference). Both report the same facts
+(``facts``) and errors.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def new_driver(encoding: HarmonyEncoding, parser: Parser | str = "fast") -> Harm
     if parser == "fast":
         return FastHarmonyDriver(encoding)
     if parser == "reference":
-        return harmony_driver.HarmonyDriver(encoding)
+        return harmony_driver.ReferenceHarmonyDriver(encoding)
     raise ValueError(f"unknown parser {parser!r}; choose fast or reference")
 
 

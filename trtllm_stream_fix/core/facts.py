@@ -45,7 +45,7 @@ class NotContent(enum.Enum):
 NOT_CONTENT: Final = NotContent.NOT_CONTENT
 
 
-class Phase(enum.Enum):
+class ParserState(enum.Enum):
     """Where the parser is, mirrored from the token ids fed."""
 
     EXPECT_START = "expect_start"
@@ -107,7 +107,7 @@ __all__ = [
     "MessageClosed",
     "MessageOpened",
     "NotContent",
-    "Phase",
+    "ParserState",
     "TruncatedHeaderError",
     "join_text",
 ]

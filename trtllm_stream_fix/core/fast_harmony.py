@@ -12,7 +12,7 @@ incomplete sequence waits for the next token; one invalid sequence per token bec
 openai_harmony's ``StreamableParser`` stays the reference. Whatever this module does not
 handle itself (a token that is not ``<|start|>`` between messages, a header error or a
 header outside the common printable-ASCII forms, a token outside the vocabulary, the end
-of stream inside a header) is handed to a reference ``HarmonyDriver``: the request's tokens
+of stream inside a header) is handed to a ``ReferenceHarmonyDriver``: the request's tokens
 so far are replayed into it and it serves the rest of the request, so errors and behaviour
 are the reference's own.
 """
@@ -31,10 +31,10 @@ from .facts import (
     MessageClosed,
     MessageOpened,
     NotContent,
-    Phase,
+    ParserState,
     join_text,
 )
-from .harmony_driver import HarmonyDriver
+from .harmony_driver import ReferenceHarmonyDriver
 from .harmony_tokens import MESSAGE, RETURN, START, STOP_TOKENS
 from .harmony_utf8 import decode_invalid, decode_run, token_bytes
 
@@ -151,20 +151,20 @@ class FastHarmonyDriver:
         self._role = role
         self._table = token_bytes(encoding)
         self._vocab = len(self._table)
-        self._phase = Phase.HEADER if role is not None else Phase.EXPECT_START
-        self._in_content = False  # self._phase is Phase.CONTENT, for the per-token path
+        self._state = ParserState.HEADER if role is not None else ParserState.EXPECT_START
+        self._in_content = False  # self._state is ParserState.CONTENT, for the per-token path
         self._next_role: Role | None = role
         self._tokens: list[int] = []  # every token fed: replayed on a hand-over
         self._header: list[int] = []
         self._pending = b""  # bytes of an unfinished UTF-8 sequence
         self._header_cache: dict[tuple[bool, tuple[int, ...]], HeaderFields | None] = {}
-        self._reference: HarmonyDriver | None = None
+        self._reference: ReferenceHarmonyDriver | None = None
 
     # -- HarmonyDriver's interface ------------------------------------------------------
 
     @property
-    def phase(self) -> Phase:
-        return self._reference.phase if self._reference is not None else self._phase
+    def state(self) -> ParserState:
+        return self._reference.state if self._reference is not None else self._state
 
     @property
     def tokens_fed(self) -> int:
@@ -236,12 +236,12 @@ class FastHarmonyDriver:
         out: list[Fact] = [] if facts is None else facts
         if self._reference is not None:
             return self._reference.finish(out)
-        phase = self._phase
-        if phase is Phase.HEADER:
+        state = self._state
+        if state is ParserState.HEADER:
             return self._hand_over().finish(out)  # the reference's error for a cut header
-        self._phase = Phase.EXPECT_START
+        self._state = ParserState.EXPECT_START
         self._in_content = False
-        if phase is Phase.CONTENT:
+        if state is ParserState.CONTENT:
             self._close(None, len(self._tokens), out)
         return out
 
@@ -250,11 +250,11 @@ class FastHarmonyDriver:
     def _walk(self, tokens: list[int], out: list[Fact]) -> None:
         n = len(tokens)
         marks = _marks(tokens)
-        if not marks and n and self._phase is Phase.CONTENT:
+        if not marks and n and self._state is ParserState.CONTENT:
             # The common engine response: ordinary text only.
             self._text(tokens, out)
             return
-        phase = self._phase
+        state = self._state
         fed = len(self._tokens)
         start = 0  # first token of the segment not yet consumed
         vocab = self._vocab
@@ -263,7 +263,7 @@ class FastHarmonyDriver:
             token = tokens[k] if k < n else None
             if token is not None and (token < 0 or token >= vocab):
                 raise _Unhandled
-            if phase is Phase.CONTENT:
+            if state is ParserState.CONTENT:
                 if token is not None and token not in STOP_TOKENS:
                     continue  # a special inside content is text
                 if k > start:
@@ -271,27 +271,27 @@ class FastHarmonyDriver:
                 if token is None:
                     break
                 self._close(token, fed + k + 1, out)
-                phase = Phase.EXPECT_START
+                state = ParserState.EXPECT_START
                 start = k + 1
-            elif phase is Phase.HEADER:
+            elif state is ParserState.HEADER:
                 if token is not None and token != MESSAGE:
                     continue
                 self._header += tokens[start:k]
                 if token is None:
                     break
                 self._opened(fed + k + 1, out)
-                phase = Phase.CONTENT
+                state = ParserState.CONTENT
                 start = k + 1
             else:  # EXPECT_START: only <|start|> may follow a message
                 if start >= n:
                     break
                 if k != start or token != START:
                     raise _Unhandled  # the parser's error
-                phase = Phase.HEADER
+                state = ParserState.HEADER
                 self._header = []
                 start = k + 1
-        self._phase = phase
-        self._in_content = phase is Phase.CONTENT
+        self._state = state
+        self._in_content = state is ParserState.CONTENT
 
     def _opened(self, at: int, out: list[Fact]) -> None:
         role = self._next_role
@@ -351,9 +351,9 @@ class FastHarmonyDriver:
 
     # -- hand-over to the reference -------------------------------------------------------
 
-    def _hand_over(self) -> HarmonyDriver:
+    def _hand_over(self) -> ReferenceHarmonyDriver:
         """A reference driver that has seen this request's tokens: it serves the rest."""
-        reference = HarmonyDriver(self._encoding, self._role)
+        reference = ReferenceHarmonyDriver(self._encoding, self._role)
         if self._tokens:
             reference.feed(self._tokens)
         self._reference = reference

@@ -45,7 +45,7 @@ from .facts import (
     MessageClosed,
     MessageOpened,
     NotContent,
-    Phase,
+    ParserState,
     TruncatedHeaderError,
     join_text,
 )
@@ -105,7 +105,7 @@ def as_token_list(token_ids: Sequence[int]) -> Sequence[int]:
     return tolist() if tolist is not None else list(token_ids)
 
 
-class HarmonyDriver:
+class ReferenceHarmonyDriver:
     """Feeds one request's tokens to a ``StreamableParser`` and reports what happened."""
 
     def __init__(
@@ -120,14 +120,14 @@ class HarmonyDriver:
         inner = getattr(self._parser, "_inner", None)
         self._inner: Any = inner if _forwards(inner) else self._parser
         # A parser built with a role starts inside the first message's header.
-        self._phase = Phase.HEADER if role is not None else Phase.EXPECT_START
+        self._state = ParserState.HEADER if role is not None else ParserState.EXPECT_START
         self._tokens_fed = 0
         self._opened_at = 0  # tokens fed when the open message's header ended
         self._streamed = 0  # characters of the open message reported in deltas
 
     @property
-    def phase(self) -> Phase:
-        return self._phase
+    def state(self) -> ParserState:
+        return self._state
 
     @property
     def tokens_fed(self) -> int:
@@ -137,7 +137,9 @@ class HarmonyDriver:
     def is_content_token(self, token: int) -> bool:
         """Whether ``token`` only adds text to the open message (``content_delta`` may take it)."""
         return (
-            self._phase is Phase.CONTENT and token not in STOP_TOKENS and 0 <= token < self._vocab
+            self._state is ParserState.CONTENT
+            and token not in STOP_TOKENS
+            and 0 <= token < self._vocab
         )
 
     def take_content(self, token: int) -> str | NotContent | None:
@@ -181,20 +183,20 @@ class HarmonyDriver:
         if bad is not None:
             bad_token, token_ids = token_ids[bad], token_ids[:bad]
         parser = self._parser
-        phase = self._phase
+        state = self._state
         fed = self._tokens_fed
         streamed = self._streamed
         pending: list[str] = []
         # Hot locals; the Rust parser behind the Python wrapper when it is reachable.
         inner = self._inner
-        process, content, stops = inner.process, Phase.CONTENT, STOP_TOKENS
+        process, content, stops = inner.process, ParserState.CONTENT, STOP_TOKENS
         decoder = self._decoder
         token = None
         try:
             for token in token_ids:
                 process(token)
                 fed += 1
-                if phase is content:
+                if state is content:
                     if token in stops:
                         settled = ""
                         if fed - 1 > self._opened_at:  # the message has content tokens
@@ -204,7 +206,7 @@ class HarmonyDriver:
                         if pending:
                             out.append(ContentDelta("".join(pending)))
                             pending = []
-                        phase = Phase.EXPECT_START
+                        state = ParserState.EXPECT_START
                         out.append(MessageClosed(token, fed, bool(settled)))
                     else:
                         if decoder is None:
@@ -214,9 +216,9 @@ class HarmonyDriver:
                         if delta:
                             pending.append(delta)
                             streamed += len(delta)
-                elif phase is Phase.HEADER:
+                elif state is ParserState.HEADER:
                     if token == MESSAGE:
-                        phase = content
+                        state = content
                         self._opened_at = fed
                         streamed = 0
                         out.append(
@@ -229,10 +231,10 @@ class HarmonyDriver:
                             )
                         )
                 else:  # EXPECT_START: the parser raised unless this was <|start|>.
-                    phase = Phase.HEADER
+                    state = ParserState.HEADER
         except HarmonyError as exc:
             # A header error resets the parser to EXPECT_START; content errors cannot occur.
-            phase = Phase.EXPECT_START if phase is Phase.HEADER else phase
+            state = ParserState.EXPECT_START if state is ParserState.HEADER else state
             raise HarmonyStreamError(f"{exc} (token {token} at position {fed})", fed) from exc
         except (OverflowError, TypeError, ValueError) as exc:
             message = f"token {token!r} at position {fed} is not a token id"
@@ -240,7 +242,7 @@ class HarmonyDriver:
         finally:
             if pending:
                 out.append(ContentDelta("".join(pending)))
-            self._phase = phase
+            self._state = state
             self._tokens_fed = fed
             self._streamed = streamed
         if bad is not None:
@@ -258,14 +260,14 @@ class HarmonyDriver:
         Raises ``TruncatedHeaderError`` when the stream ended inside a header.
         """
         out: list[Fact] = [] if facts is None else facts
-        phase, self._phase = self._phase, Phase.EXPECT_START
-        if phase is Phase.EXPECT_START:
+        state, self._state = self._state, ParserState.EXPECT_START
+        if state is ParserState.EXPECT_START:
             return out
         try:
             self._parser.process_eos()
         except HarmonyError as exc:
             raise TruncatedHeaderError(str(exc), self._tokens_fed) from exc
-        if phase is Phase.CONTENT:
+        if state is ParserState.CONTENT:
             settled = ""
             if self._tokens_fed > self._opened_at:
                 settled = self._settled(self._streamed)
@@ -300,11 +302,11 @@ __all__ = [
     "NOT_CONTENT",
     "ContentDelta",
     "Fact",
-    "HarmonyDriver",
     "HarmonyStreamError",
     "MessageClosed",
     "MessageOpened",
-    "Phase",
+    "ParserState",
+    "ReferenceHarmonyDriver",
     "TruncatedHeaderError",
     "message_text",
 ]

@@ -35,7 +35,7 @@ from .fastmodel import construct
 FUNCTION_PREFIX = "functions."
 BROWSER_PREFIX = "browser."
 
-Preambles = Literal["commentary", "reasoning", "drop"]
+PreambleRoute = Literal["commentary", "reasoning", "drop"]
 """What commentary messages without a recipient become: ``message`` items with phase
 ``commentary``, reasoning (a chat rendering choice), or nothing."""
 
@@ -87,7 +87,7 @@ KINDS: dict[ItemKind, KindSpec] = {
 def classify(
     channel: str | None,
     recipient: str | None,
-    preambles: Preambles = "commentary",
+    preambles: PreambleRoute = "commentary",
     role: Role | None = Role.ASSISTANT,
 ) -> tuple[ItemKind, str | None]:
     """Map a message header to ``(kind, phase)``; ``phase`` only for message items.

@@ -50,7 +50,7 @@ from . import events as ev
 from .config import DEFAULT_CONFIG, StreamConfig
 from .context import ResponseContext
 from .items import IdFactory, ItemRecord, derived_ids
-from .response import build_response, typed_tools, usage
+from .response import response_envelope, typed_tools, usage
 from .turn import COMPLETED_REASONS, LifecycleError, OpenMessage, Stage, Turn, finish_status
 
 
@@ -94,7 +94,7 @@ class ResponsesEventMachine(Turn[ResponseStreamEvent]):
 
     def _started(self) -> list[ResponseStreamEvent]:
         """``response.created`` and ``response.in_progress``."""
-        snapshot = build_response(self.context, self._tools, [], status="in_progress")
+        snapshot = response_envelope(self.context, self._tools, [], status="in_progress")
         return [
             ev.lifecycle("response.created", snapshot, self._next()),
             ev.lifecycle("response.in_progress", snapshot, self._next()),
@@ -173,7 +173,7 @@ class ResponsesEventMachine(Turn[ResponseStreamEvent]):
         incomplete_reason: str | None = None,
         error: tuple[str, str] | None = None,
     ) -> None:
-        self.final_response = build_response(
+        self.final_response = response_envelope(
             self.context,
             self._tools,
             self._items,

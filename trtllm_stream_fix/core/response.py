@@ -211,7 +211,7 @@ def _as_model(name: str, value: Any) -> Any:
     return keys_given(built, value, drop=len(members) == 1)
 
 
-def build_response(
+def response_envelope(
     context: ResponseContext,
     tools: list[Any],
     items: Sequence[ItemRecord],

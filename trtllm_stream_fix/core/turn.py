@@ -39,7 +39,7 @@ from typing import Any, Generic, TypeVar, cast
 from .drivers import HarmonyDriver, new_driver
 from .errors import HarmonyStreamError, LifecycleError, TruncatedHeaderError, TurnError
 from .facts import NOT_CONTENT, ContentDelta, Fact, MessageClosed, MessageOpened
-from .items import KINDS, ItemKind, KindSpec, Preambles, classify, function_name
+from .items import KINDS, ItemKind, KindSpec, PreambleRoute, classify, function_name
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +104,9 @@ class Turn(abc.ABC, Generic[Out]):
     #: the turn (its settled text then belongs to the failed item).
     _eos_on_failure = True
 
-    def __init__(self, *, encoding: Any, parser: str, preambles: Preambles, log_name: str) -> None:
+    def __init__(
+        self, *, encoding: Any, parser: str, preambles: PreambleRoute, log_name: str
+    ) -> None:
         self._driver: HarmonyDriver | None = new_driver(encoding, parser)
         self._preambles = preambles
         self._log_name = log_name

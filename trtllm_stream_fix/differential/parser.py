@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core.config import DEFAULT_CONFIG, StreamConfig
 from ..core.fast_harmony import FastHarmonyDriver
-from ..core.harmony_driver import NOT_CONTENT, HarmonyDriver, HarmonyStreamError
+from ..core.harmony_driver import NOT_CONTENT, HarmonyStreamError, ReferenceHarmonyDriver
 from ..sim.model import SyntheticOutput, engine_responses
 from .splits import NUMPY_SPLIT, copy_split, first_difference
 from .visible import client_visible
@@ -42,16 +42,16 @@ def driver_trace(driver: Any, responses: Iterable[Any]) -> list[tuple[Any, ...]]
         if len(tokens) == 1 and not response.finished:
             delta = driver.take_content(tokens[0])  # the machines' per-token path
             if delta is not NOT_CONTENT:
-                trace.append(("delta", delta, driver.phase, driver.tokens_fed))
+                trace.append(("delta", delta, driver.state, driver.tokens_fed))
                 continue
         facts: list[Any] = []
         try:
             driver.feed(tokens, facts)
         except HarmonyStreamError as exc:
-            trace.append(("facts", facts, driver.phase, driver.tokens_fed))
+            trace.append(("facts", facts, driver.state, driver.tokens_fed))
             trace.append(_error(exc))
             return trace
-        trace.append(("facts", facts, driver.phase, driver.tokens_fed))
+        trace.append(("facts", facts, driver.state, driver.tokens_fed))
         if response.finished:
             facts = []
             try:
@@ -75,7 +75,7 @@ def driver_difference(
             dataclasses.replace(r, token_ids_diff=np.array(r.token_ids_diff, dtype=np.int64))
             for r in responses
         ]
-    reference = driver_trace(HarmonyDriver(encoding), responses)
+    reference = driver_trace(ReferenceHarmonyDriver(encoding), responses)
     fast = driver_trace(FastHarmonyDriver(encoding), responses)
     return first_difference(reference, fast)
 

@@ -57,7 +57,7 @@ def _decode(stored: Sequence[Mapping[str, Any]]) -> list[Any]:
     return [Message.from_dict(m[_HARMONY]) if _HARMONY in m else m[_CHAT] for m in stored]
 
 
-def _response_model() -> Any:
+def _stored_response_model() -> Any:
     """The ResponsesResponse class upstream's responses_utils uses now (maybe patched)."""
     return importlib.import_module("tensorrt_llm.serve.responses_utils").ResponsesResponse
 
@@ -67,7 +67,7 @@ def _validate(stored: Mapping[str, Any]) -> Any:
     only the keys it declares; the response model's serializer then writes the others as
     they were stored (the SDK's newer optional fields, say). One that allows extras gets them
     back as they were dumped."""
-    model = _response_model()
+    model = _stored_response_model()
     if model.model_config.get("extra") == "allow":  # extras were dumped as such: keep them
         return model.model_validate(dict(stored))
     names = {f.alias or n for n, f in model.model_fields.items()} | set(model.model_fields)
@@ -224,7 +224,7 @@ async def check_round_trip() -> dict[str, Any]:
         )
     if checks[0][1]:
         try:
-            resp = _response_model().model_validate(_PROBE_RESPONSE)
+            resp = _stored_response_model().model_validate(_PROBE_RESPONSE)
             user = {"role": "user", "content": "hi"}
             answer = {"role": "assistant", "content": "hello"}
             await store.store_messages(resp.id, [user], None)

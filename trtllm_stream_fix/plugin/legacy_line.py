@@ -57,7 +57,7 @@ class LegacyRequest:
     sequence_number: int = 0
 
 
-def harmony_messages(token_ids: list[int]) -> list[Any]:
+def legacy_harmony_messages(token_ids: list[int]) -> list[Any]:
     """Upstream's parse of the output tokens (conversation history), looked up at call time."""
     return list(sys.modules[RESPONSES_UTILS].parse_output_tokens(token_ids))
 
@@ -110,7 +110,7 @@ def process_streaming_events(original: Callable[..., Any]) -> Callable[..., Any]
         state = _legacy_request(
             request, sampling_params, model_name, conversation_store, create_time, enable_store
         )
-        stream = HarmonyResponsesStream(harmony_messages, _response_model())
+        stream = HarmonyResponsesStream(legacy_harmony_messages, _response_model())
         for frame in stream.initial_responses(state):
             yield frame
         final_res = None
@@ -167,7 +167,7 @@ def create_response(original: Callable[..., Any]) -> Callable[..., Any]:
         if state.enable_store and stored:
             await conversation_store.store_response(
                 resp=body,
-                resp_msgs=harmony_output_messages(output.token_ids, harmony_messages),
+                resp_msgs=harmony_output_messages(output.token_ids, legacy_harmony_messages),
                 prev_resp_id=getattr(request, "previous_response_id", None),
             )
         return body

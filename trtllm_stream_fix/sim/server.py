@@ -29,7 +29,7 @@ from ..core.context import ResponseContext
 from ..core.fast_harmony import token_bytes
 from ..core.machine import ResponsesEventMachine
 from ..core.nonstreaming import build_response
-from ..core.response import build_response as build_response_object
+from ..core.response import response_envelope as build_response_object
 from ..core.response import typed_tools
 from ..core.sse import format_sse, model_to_json
 from ..defaults import new_context, random_id
