@@ -13,12 +13,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import pipe
+from .core.config import TRACEBACK_ENV
 
 PROG = "trtllm-stream-fix"
 PROTOCOLS = ("responses", "chat", "triton")
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 #: Set to 1 to see the traceback of an unexpected error instead of a one-line message.
-TRACEBACK_ENV = "TRTLLM_STREAM_FIX_TRACEBACK"
 
 
 #: Modules of the optional dependencies, and the extra that installs each (pyproject.toml).

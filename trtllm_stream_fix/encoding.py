@@ -22,11 +22,11 @@ from pathlib import Path
 
 from openai_harmony import HarmonyEncoding, HarmonyEncodingName, load_harmony_encoding
 
+from .core.config import CACHE_ENV
 from .core.errors import VocabPackageMissingError, VocabUnavailableError
 
 VOCAB_FILE = "o200k_base.tiktoken"
 VOCAB_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
-CACHE_ENV = "TRTLLM_STREAM_FIX_CACHE"
 ENCODINGS_ENV = "TIKTOKEN_ENCODINGS_BASE"
 
 

@@ -1,5 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Behaviour switches of the event machine."""
+"""Behaviour switches and every ``TRTLLM_STREAM_FIX*`` variable's name, in one place.
+
+The names are defined here and nowhere else (``docs/operators.md`` tables them, a test
+checks both); the switches are read by ``env_choice`` and ``fix_mode`` only, from an
+environment the edge hands in: the core reads no environment itself. The import hook
+(``plugin/bootstrap.py``, standard library only) keeps a copy of ``fix_mode``'s rule that a
+test holds equal.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +18,19 @@ ResponsesPreambles = Literal["commentary", "drop"]
 C = TypeVar("C", bound=str)  # a Literal of choices
 LengthTerminal = Literal["incomplete", "completed"]
 Parser = Literal["fast", "reference"]
+FixMode = Literal["on", "off", "require"]
+#: ``on`` (unset, ``1``), ``off`` (``0``, ``off``, ``false``, ``no``, ``disable``,
+#: ``disabled``) or ``require``: whether the plugin patches, and whether a refusal is fatal.
+FIX_ENV = "TRTLLM_STREAM_FIX"
 PREAMBLES_ENV = "TRTLLM_STREAM_FIX_PREAMBLES"
 LENGTH_TERMINAL_ENV = "TRTLLM_STREAM_FIX_LENGTH_TERMINAL"
 PARSER_ENV = "TRTLLM_STREAM_FIX_PARSER"
+REASONING_FIELD_ENV = "TRTLLM_STREAM_FIX_REASONING_FIELD"
+#: Not switches of the machines, named here so every variable has one home.
+STORE_ENV = "TRTLLM_STREAM_FIX_STORE"  # the Responses store's URL (store.open_store)
+CACHE_ENV = "TRTLLM_STREAM_FIX_CACHE"  # the vocabulary's and tools' cache folder
+TRACEBACK_ENV = "TRTLLM_STREAM_FIX_TRACEBACK"  # ``1``: the CLI shows tracebacks
+_OFF = frozenset(("0", "off", "false", "no", "disable", "disabled"))
 
 
 @dataclass(frozen=True)
@@ -66,6 +83,14 @@ def env_choice(env: Mapping[str, str], name: str, kind: object, default: C) -> C
     if value not in choices:
         raise ValueError(f"{name}={value!r} is not one of {', '.join(choices)}")
     return cast(C, value)  # one of the Literal's choices
+
+
+def fix_mode(env: Mapping[str, str]) -> FixMode:
+    """``TRTLLM_STREAM_FIX`` in ``env``: ``off``, ``require`` or (anything else) ``on``."""
+    value = env.get(FIX_ENV, "").strip().lower()
+    if value in _OFF:
+        return "off"
+    return "require" if value == "require" else "on"
 
 
 DEFAULT_CONFIG = StreamConfig()

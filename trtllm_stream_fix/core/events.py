@@ -49,6 +49,8 @@ DELTA_TYPES = frozenset(
         "response.function_call_arguments.delta",
     )
 )
+#: The event types that end a Responses stream (one of them, last).
+TERMINAL_TYPES = frozenset(("response.completed", "response.incomplete", "response.failed"))
 LIFECYCLE: dict[str, type[BaseModel]] = {
     "response.created": ResponseCreatedEvent,
     "response.in_progress": ResponseInProgressEvent,

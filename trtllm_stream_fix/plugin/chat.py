@@ -26,9 +26,9 @@ from typing import Any
 
 from ..serving import chat_processor
 from ..serving.chat_processor import REASONING_FIELD_ENV, chat_context, chat_options
+from .marker import mark
+from .upstream_names import OPENAI_PROTOCOL, POSTPROCESS_HANDLERS
 
-POSTPROCESS_HANDLERS = "tensorrt_llm.serve.postprocess_handlers"
-OPENAI_PROTOCOL = "tensorrt_llm.serve.openai_protocol"
 STREAMING = "chat_harmony_streaming_post_processor"
 NON_STREAMING = "chat_harmony_post_processor"
 
@@ -53,8 +53,8 @@ def chat_harmony_post_processor(rsp: Any, args: Any) -> Any:
     )
 
 
-chat_harmony_streaming_post_processor.__trtllm_stream_fix__ = True  # type: ignore[attr-defined]
-chat_harmony_post_processor.__trtllm_stream_fix__ = True  # type: ignore[attr-defined]
+mark(chat_harmony_streaming_post_processor)
+mark(chat_harmony_post_processor)
 
 __all__ = [
     "NON_STREAMING",

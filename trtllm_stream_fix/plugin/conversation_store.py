@@ -26,7 +26,6 @@ answers as a 400 with OpenAI's message.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import inspect
 from collections import OrderedDict
@@ -35,6 +34,8 @@ from typing import Any
 
 from ..store import ResponseStore, open_store
 from ..store.references import resolve_item_references
+from .marker import is_ours, mark
+from .upstream_names import OPENAI_SERVER, RESPONSES_UTILS
 
 PENDING_LIMIT = 10_000  # conversations of requests still generating, per process
 _HARMONY = "harmony"
@@ -59,7 +60,7 @@ def _decode(stored: Sequence[Mapping[str, Any]]) -> list[Any]:
 
 def _stored_response_model() -> Any:
     """The ResponsesResponse class upstream's responses_utils uses now (maybe patched)."""
-    return importlib.import_module("tensorrt_llm.serve.responses_utils").ResponsesResponse
+    return importlib.import_module(RESPONSES_UTILS).ResponsesResponse
 
 
 def _validate(stored: Mapping[str, Any]) -> Any:
@@ -158,9 +159,7 @@ def request_preprocess(original: Callable[..., Any]) -> Callable[..., Any]:
         await resolve_request_items(call["request"], call["conversation_store"])
         return await original(*args, **kwargs)
 
-    functools.update_wrapper(request_preprocess, original)
-    request_preprocess.__trtllm_stream_fix__ = True  # type: ignore[attr-defined]
-    return request_preprocess
+    return mark(request_preprocess, original)
 
 
 _PROBE_RESPONSE = {
@@ -200,7 +199,7 @@ async def check_round_trip() -> dict[str, Any]:
     from .installer import install
     from .store_errors import store_error_response
 
-    server = importlib.import_module("tensorrt_llm.serve.openai_server")
+    server = importlib.import_module(OPENAI_SERVER)
     install(mode="on")
     store = server.ConversationHistoryStore()
     name = getattr(getattr(store, "store", None), "name", type(store).__name__)
@@ -211,7 +210,7 @@ async def check_round_trip() -> dict[str, Any]:
         ),
         (
             "openai_server resolves item references",
-            getattr(server.responses_api_request_preprocess, "__trtllm_stream_fix__", False),
+            is_ours(server.responses_api_request_preprocess),
         ),
     ]
     if "FastAPI" in vars(server):  # a server module without an app has nothing to answer

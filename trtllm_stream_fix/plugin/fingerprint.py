@@ -19,6 +19,7 @@ from typing import Any
 from . import registry, versions
 from .errors import FingerprintError
 from .sourceshapes import judge_source
+from .upstream_names import SERVE as SERVE_PACKAGE
 
 SERVE = Path("tensorrt_llm") / "serve"
 
@@ -78,7 +79,7 @@ def _targets(trees: dict[str, ast.Module | None]) -> dict[str, Any]:
             matched = check.version if check.status == "ok" else None
             every = bool(target.lines) and set((matched or "").split(", ")) == set(target.lines)
             entry["lines"] = "every recorded line" if every else matched
-        out[target.dotted.removeprefix("tensorrt_llm.serve.")] = entry
+        out[target.dotted.removeprefix(f"{SERVE_PACKAGE}.")] = entry
     return out
 
 

@@ -29,21 +29,22 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..core.config import FIX_ENV, FixMode, fix_mode
 from . import registry, targets
 from .errors import StreamFixInstallError
+from .marker import is_ours
 from .registry import Patch
 
 logger = logging.getLogger("trtllm_stream_fix.plugin")
 
-ENV = "TRTLLM_STREAM_FIX"
-Mode = Literal["on", "off", "require"]
+ENV = FIX_ENV
+Mode = FixMode
 Status = Literal[
     "patched", "already", "not-loaded", "absent", "refused", "error", "disabled", "restored", "left"
 ]
 OTHER_LINE = "not on this line"  # detail of an absent outcome of the other design's patches
 #: The patch that fixes streaming on each module design (``is_active``).
 STREAMING_PATCHES = {targets.CLASS_LINE: "processor", targets.PRE_CLASS_LINE: "pre-class-stream"}
-_OFF = frozenset(("0", "off", "false", "no", "disable", "disabled"))
 
 
 @dataclass(frozen=True)
@@ -84,10 +85,8 @@ _refusals: dict[str, str] = {}  # group -> why it was refused by the last instal
 
 
 def mode_from_env(environ: Any = None) -> Mode:
-    value = (environ if environ is not None else os.environ).get(ENV, "").strip().lower()
-    if value in _OFF:
-        return "off"
-    return "require" if value == "require" else "on"
+    """``TRTLLM_STREAM_FIX`` of ``environ`` (default: this process's), read now."""
+    return fix_mode(os.environ if environ is None else environ)
 
 
 def _ensure_visible() -> None:
@@ -192,7 +191,7 @@ def _install_binding(patch: Patch, dotted: str) -> Outcome:
         primary = _applied.get(patch.target)
         # Bound to ours through an import of an already patched name (openai_server).
         imported = primary is not None and current is primary.replacement
-        if imported or getattr(current, "__trtllm_stream_fix__", False):
+        if imported or is_ours(current):
             original = (
                 primary.original
                 if primary is not None and imported

@@ -20,7 +20,6 @@ stream's final response for the same generation (items, status, usage), as the s
 
 from __future__ import annotations
 
-import functools
 import logging
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -37,8 +36,9 @@ from ..serving.processor import (
     server_response,
     with_engine_input,
 )
+from .marker import mark
+from .upstream_names import RESPONSES_UTILS
 
-RESPONSES_UTILS = "tensorrt_llm.serve.responses_utils"
 NO_OUTPUT = "No output generated or provided"  # upstream's error for an empty generation
 
 logger = logging.getLogger(__name__)
@@ -86,12 +86,6 @@ def _unread(name: str, kwargs: dict[str, Any]) -> None:
         logger.debug("%s: keywords not read on this line: %s", name, sorted(kwargs))
 
 
-def _mark(replacement: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
-    functools.update_wrapper(replacement, original)
-    replacement.__trtllm_stream_fix__ = True  # type: ignore[attr-defined]
-    return replacement
-
-
 def process_streaming_events(original: Callable[..., Any]) -> Callable[..., Any]:
     """``process_streaming_events(...)`` yielding the machine's SSE frames (see the module)."""
 
@@ -124,7 +118,7 @@ def process_streaming_events(original: Callable[..., Any]) -> Callable[..., Any]
         await stream.store(state, response, final_res)  # before the client sees the end
         yield frame
 
-    return _mark(_process_streaming_events, original)
+    return mark(_process_streaming_events, original)
 
 
 def create_response(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -172,4 +166,4 @@ def create_response(original: Callable[..., Any]) -> Callable[..., Any]:
             )
         return body
 
-    return _mark(_create_response, original)
+    return mark(_create_response, original)

@@ -8,7 +8,6 @@ shape checks can find the original.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import os
 import sys
@@ -16,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.config import StreamConfig
+from ..core.events import TERMINAL_TYPES
 from ..core.nonstreaming import build_usage
 from ..defaults import edge_defaults, new_context
 from ..serving.processor import (
@@ -24,14 +24,8 @@ from ..serving.processor import (
     with_engine_input,
     with_phase_channel,
 )
-
-RESPONSES_UTILS = "tensorrt_llm.serve.responses_utils"
-
-
-def _mark(wrapper: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
-    functools.update_wrapper(wrapper, original)
-    wrapper.__trtllm_stream_fix__ = True  # type: ignore[attr-defined]
-    return wrapper
+from .marker import mark
+from .upstream_names import RESPONSES_UTILS
 
 
 def harmony_messages(token_ids: list[int]) -> list[Any]:
@@ -59,7 +53,7 @@ def create_output_content_harmony(
             output.token_ids, output.finish_reason, harmony_messages, config
         )
 
-    return _mark(_create_output_content_harmony, original)
+    return mark(_create_output_content_harmony, original)
 
 
 def create_response(
@@ -101,7 +95,7 @@ def create_response(
             response.usage = server_usage(type(response), counted)
         return response, messages
 
-    return _mark(_create_response, original)
+    return mark(_create_response, original)
 
 
 def with_output_counts(usage: Any, counted: Any) -> Any:
@@ -121,12 +115,10 @@ def with_output_counts(usage: Any, counted: Any) -> Any:
 
 def parse_response_input(original: Callable[..., Any]) -> Callable[..., Any]:
     """``_parse_response_input`` that renders assistant messages on their phase's channel."""
-    return _mark(with_phase_channel(original), original)
+    return mark(with_phase_channel(original), original)
 
 
-TERMINAL_MARKERS = tuple(
-    f"event: response.{kind}" for kind in ("completed", "incomplete", "failed")
-)
+TERMINAL_MARKERS = tuple(f"event: {etype}" for etype in sorted(TERMINAL_TYPES))
 
 
 def _has_terminal(chunk: Any) -> bool:
@@ -159,7 +151,6 @@ def guard_responses_stream(original: Callable[..., Any]) -> Callable[..., Any]:
         async for chunk in original(watched(), after_terminal, *args, **kw):
             yield chunk
 
-    functools.update_wrapper(guarded, original)
+    mark(guarded, original)
     guarded.__name__ = "guard_responses_stream"
-    guarded.__trtllm_stream_fix__ = True  # type: ignore[attr-defined]
     return guarded

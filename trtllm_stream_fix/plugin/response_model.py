@@ -39,6 +39,7 @@ from tensorrt_llm.serve import responses_utils as _responses_utils
 from ..core.response import OPENAI_RESPONSE_FIELDS, echoed_tool, envelope, json_value
 from ..defaults import system_clock
 from ..serving.processor import request_context
+from .marker import mark
 from .targets import upstream_class
 
 #: Fields whose value upstream's own response decides (per response, not per request).
@@ -57,7 +58,7 @@ _ADDED: dict[str, Any] = {name: (Any, None) for name in ADDED_FIELDS}
 _WithOpenAIFields: Any = create_model(
     "_WithOpenAIFields", __base__=_Upstream, __module__=__name__, **_ADDED
 )
-_WithOpenAIFields.__trtllm_stream_fix__ = True  # peeled off by targets.upstream_class
+mark(_WithOpenAIFields)  # peeled off by targets.upstream_class
 
 
 def request_fields(

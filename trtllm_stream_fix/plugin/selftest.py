@@ -27,6 +27,8 @@ import sys
 import traceback
 from typing import Any
 
+from ..core.config import FIX_ENV
+
 DEFAULT_COUNT = 30
 SOURCE_ENV = "TRTLLM_SOURCE_DIR"
 STREAMING_GROUPS = ("responses", "pre-class")  # the Responses streaming fix of each line
@@ -153,7 +155,7 @@ def selftest(source: str | None = None, count: int = DEFAULT_COUNT) -> dict[str,
     cmd = [sys.executable, "-m", "trtllm_stream_fix.plugin.selftest", str(count)]
     if source:
         cmd.append(source)
-    env = {k: v for k, v in os.environ.items() if k != "TRTLLM_STREAM_FIX"}
+    env = {k: v for k, v in os.environ.items() if k != FIX_ENV}
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     except (OSError, subprocess.TimeoutExpired) as exc:

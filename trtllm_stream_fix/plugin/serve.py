@@ -14,8 +14,9 @@ from typing import Any
 
 from .bootstrap import register
 from .installer import StreamFixInstallError, mode_from_env
+from .upstream_names import SERVE_CLI
 
-UPSTREAM_CLI = "tensorrt_llm.commands.serve"
+UPSTREAM_CLI = SERVE_CLI
 NOT_INSTALLED = (
     "trtllm-stream-fix serve --engine trtllm: TensorRT-LLM is not installed in this "
     "interpreter. --engine trtllm runs trtllm-serve with the fix, so run it with the Python "

@@ -17,6 +17,7 @@ import logging
 from typing import Any
 
 from ..store import StoreError
+from .marker import MARKER
 
 logger = logging.getLogger("trtllm_stream_fix.plugin")
 
@@ -47,6 +48,6 @@ def with_store_errors(app_class: Any) -> Any:
             "__init__": __init__,
             "__module__": __name__,
             "__doc__": app_class.__doc__,
-            "__trtllm_stream_fix__": True,  # peeled off by targets.upstream_class
+            MARKER: True,  # peeled off by targets.upstream_class
         },
     )

@@ -36,10 +36,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-RESPONSES_UTILS = "tensorrt_llm.serve.responses_utils"
-OPENAI_SERVER = "tensorrt_llm.serve.openai_server"
-POSTPROCESS_HANDLERS = "tensorrt_llm.serve.postprocess_handlers"
-OPENAI_PROTOCOL = "tensorrt_llm.serve.openai_protocol"
+from .marker import is_ours
+from .upstream_names import OPENAI_PROTOCOL as OPENAI_PROTOCOL
+from .upstream_names import OPENAI_SERVER as OPENAI_SERVER
+from .upstream_names import POSTPROCESS_HANDLERS as POSTPROCESS_HANDLERS
+from .upstream_names import RESPONSES_UTILS
 
 Status = Literal["ok", "compatible", "missing", "mismatch", "not-loaded", "other-line"]
 CLASS_LINE = "class"
@@ -288,14 +289,14 @@ def lookup(target: Target, originals: Mapping[str, Any] | None = None) -> Any:
 
 def upstream_class(cls: Any) -> Any:
     """``cls`` with any of this project's subclasses peeled off."""
-    while isinstance(cls, type) and getattr(cls, "__trtllm_stream_fix__", False):
+    while isinstance(cls, type) and is_ours(cls):
         cls = cls.__bases__[0]
     return cls
 
 
 def unwrap(func: Any) -> Any:
     """``func`` with any of this project's wrappers peeled off."""
-    while getattr(func, "__trtllm_stream_fix__", False) and hasattr(func, "__wrapped__"):
+    while is_ours(func) and hasattr(func, "__wrapped__"):
         func = func.__wrapped__
     return func
 

@@ -30,13 +30,12 @@ from ..core.chat_machine import (
     ReasoningField,
     build_chat_completion,
 )
-from ..core.config import StreamConfig, env_choice
+from ..core.config import REASONING_FIELD_ENV, StreamConfig, env_choice
 from ..defaults import default_encoding
 from .disaggregated import ContextCounts, context_counts, is_context_only, token_count
 
 logger = logging.getLogger(__name__)
 
-REASONING_FIELD_ENV = "TRTLLM_STREAM_FIX_REASONING_FIELD"
 _STATE = "_harmony_chat_machine"
 _ENDED = "ended"
 NOT_FINISHED = "not_finished"  # a context-only result handing the generation on

@@ -29,6 +29,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from ..core.config import StreamConfig
 from ..core.context import ResponseContext
+from ..core.events import TERMINAL_TYPES
 from ..core.machine import ResponsesEventMachine
 from ..core.nonstreaming import build_response
 from ..core.response import ECHOED_REQUEST_FIELDS, request_echo
@@ -39,7 +40,6 @@ from .upstream import UpstreamProcessor
 
 logger = logging.getLogger(__name__)
 
-TERMINAL_TYPES = frozenset(("response.completed", "response.incomplete", "response.failed"))
 INITIAL_EVENTS = 2  # response.created + response.in_progress
 PHASE_CHANNELS = {"commentary": "commentary", "final_answer": "final"}
 _ECHOED = (*ECHOED_REQUEST_FIELDS, "reasoning", "text")

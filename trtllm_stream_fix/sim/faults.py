@@ -12,9 +12,12 @@ import json
 import re
 from collections.abc import AsyncIterator
 
+from ..core.events import TERMINAL_TYPES
 from .errors import InjectedDisconnect
 
-_TERMINAL = re.compile(r"^event: response\.(completed|incomplete|failed)$", re.MULTILINE)
+_TERMINAL = re.compile(
+    "^event: (" + "|".join(re.escape(t) for t in sorted(TERMINAL_TYPES)) + ")$", re.MULTILINE
+)
 
 #: Size of the ``oversize`` event's data line (above the strict reader's 8 MiB default).
 OVERSIZE_BYTES = 9 * 1024 * 1024

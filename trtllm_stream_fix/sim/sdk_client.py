@@ -7,6 +7,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.events import TERMINAL_TYPES
+
 
 @dataclass
 class SDKResult:
@@ -54,7 +56,7 @@ def sdk_stream(client: Any, request: dict[str, Any]) -> SDKResult:
         stream = client.responses.create(stream=True, extra_body=extra, **known)
         for event in stream:
             seen.append(event.type)
-        terminals = [t for t in result.event_types if t in _TERMINALS]
+        terminals = [t for t in result.event_types if t in TERMINAL_TYPES]
         result.terminal = terminals[-1].removeprefix("response.") if terminals else None
         stage, seen = "responses.stream()", []
         with client.responses.stream(extra_body=extra, **known) as helper:
@@ -70,9 +72,6 @@ def sdk_stream(client: Any, request: dict[str, Any]) -> SDKResult:
     if not result.ok:
         result.error = "no terminal event"
     return result
-
-
-_TERMINALS = frozenset(("response.completed", "response.incomplete", "response.failed"))
 
 
 def describe_failure(exc: BaseException, accepted: list[str]) -> str:

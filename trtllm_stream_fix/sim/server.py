@@ -26,6 +26,7 @@ from starlette.requests import ClientDisconnect
 from ..core import events as ev
 from ..core.config import StreamConfig
 from ..core.context import ResponseContext
+from ..core.events import TERMINAL_TYPES
 from ..core.fast_harmony import token_bytes
 from ..core.machine import ResponsesEventMachine
 from ..core.nonstreaming import build_response
@@ -67,7 +68,6 @@ DEFAULT_MAX_BODY_BYTES = ServerLimits.max_body_bytes
 #: Prompts up to this many characters are tokenised on the event loop (tens of µs).
 INLINE_PROMPT_CHARS = 4096
 #: Event types that end a Responses stream (the stored response is taken from them).
-TERMINAL_TYPES = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
 class StreamGauge:

@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlsplit
 
+from ..core.config import STORE_ENV
 from .base import DEFAULT_TTL_SECONDS, ResponseStore, StoreError, StoreUnavailable
 from .memory import MemoryStore
 
@@ -27,7 +28,6 @@ __all__ = [
     "open_store",
 ]
 
-STORE_ENV = "TRTLLM_STREAM_FIX_STORE"
 _MEMORY_OPTIONS = {"capacity": int, "max_bytes": int, "ttl": float}
 
 

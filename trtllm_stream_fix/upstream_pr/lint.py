@@ -17,6 +17,7 @@ import venv
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.config import CACHE_ENV
 from .layout import CODESPELL_IGNORE, LINT_PINS, RUFF_SETTINGS
 
 ISORT_PIN = "5.12.0"
@@ -26,7 +27,7 @@ PINS = {**LINT_PINS, "isort": ISORT_PIN}
 
 def default_lint_env() -> Path:
     """``$TRTLLM_STREAM_FIX_CACHE/upstream-lint``, else under the user cache folder."""
-    base = os.environ.get("TRTLLM_STREAM_FIX_CACHE")
+    base = os.environ.get(CACHE_ENV)
     if base:
         return Path(base) / "upstream-lint"
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

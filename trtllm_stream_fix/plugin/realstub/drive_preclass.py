@@ -32,13 +32,13 @@ import sys
 import traceback
 from typing import Any
 
+from trtllm_stream_fix.core.events import TERMINAL_TYPES
 from trtllm_stream_fix.plugin import realstub
 from trtllm_stream_fix.plugin.realstub.drive import STORED_FIELDS, comparable, set_values, verdicts
 
 MODEL = "gpt-oss-20b"
 SPLITS = (1, 20)
 BODY_FIELDS = ("status", "output", "usage")  # a body repeats these of the stream's terminal
-TERMINAL = frozenset(("response.completed", "response.incomplete", "response.failed"))
 
 
 def is_pre_class(source: str) -> bool:
@@ -139,7 +139,9 @@ def stream(output: Any, split: int, store: bool, cached_tokens: int = 0) -> dict
     from trtllm_stream_fix.plugin.realstub.matrix import sent_body
 
     events = events_of(got["frames"])
-    terminal = next((e["response"] for e in reversed(events) if e.get("type") in TERMINAL), {})
+    terminal = next(
+        (e["response"] for e in reversed(events) if e.get("type") in TERMINAL_TYPES), {}
+    )
     copy = got["copy"]
     return {
         "events": events,

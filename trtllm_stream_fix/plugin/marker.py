@@ -1,0 +1,30 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The mark on everything this project puts in upstream's place.
+
+``mark(wrapper, original)`` copies the original's name, docstring and ``__wrapped__`` onto
+the wrapper (``functools.update_wrapper``) and sets the ``__trtllm_stream_fix__`` attribute,
+which ``is_ours`` reads: uninstall, ``doctor`` and ``targets.unwrap`` tell our replacements
+from upstream's code by it. Classes carry it as a class attribute (``MARKER``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+MARKER = "__trtllm_stream_fix__"
+
+
+def mark(wrapper: F, original: Any = None) -> F:
+    """``wrapper`` marked as ours (and wrapping ``original`` when given)."""
+    if original is not None:
+        functools.update_wrapper(wrapper, original)
+    setattr(wrapper, MARKER, True)
+    return wrapper
+
+
+def is_ours(obj: Any) -> bool:
+    """Whether ``obj`` carries this project's mark."""
+    return bool(getattr(obj, MARKER, False))
