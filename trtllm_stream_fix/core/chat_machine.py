@@ -38,10 +38,10 @@ from openai.types.chat import ChatCompletion
 from . import chat_chunks as cc
 from .chat_chunks import DONE, ChatHeader, ChatStreamError, Frame
 from .config import Parser, StreamConfig
-from .errors import ChatGenerationError
+from .errors import ChatGenerationError, LifecycleError, TurnError
 from .facts import MessageOpened
 from .items import IdFactory, ItemKind, PreambleRoute
-from .turn import LifecycleError, OpenMessage, Stage, Turn, TurnError
+from .turn import OpenMessage, Stage, Status, Turn
 
 ChatPreambles = Literal["content", "reasoning", "drop"]
 ReasoningField = Literal["reasoning", "reasoning_content"]
@@ -249,7 +249,7 @@ class ChatChunkMachine(Turn[Frame]):
         self._texts[key].append(text)
         return text
 
-    def _closed(self, message: OpenMessage, status: str, out: list[Any]) -> None:
+    def _closed(self, message: OpenMessage, status: Status, out: list[Any]) -> None:
         self._last_kind = message.kind
         self._needs_separator.clear()
 
@@ -257,7 +257,7 @@ class ChatChunkMachine(Turn[Frame]):
         """Chat's wording: no position (Responses reports an invalid Harmony sequence)."""
         return TurnError(f"function call without a name (recipient {fact.recipient!r})")
 
-    def _completed(self, status: str, finish_reason: str | None, out: list[Any]) -> None:
+    def _completed(self, status: Status, finish_reason: str | None, out: list[Any]) -> None:
         if finish_reason == "length":
             self.finish_reason = "length"
         elif self._last_kind is ItemKind.FUNCTION_CALL:

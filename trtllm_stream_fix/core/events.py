@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from openai.types.responses import (
     ResponseCompletedEvent,
@@ -27,6 +27,7 @@ from openai.types.responses import (
     ResponseOutputText,
     ResponseReasoningTextDeltaEvent,
     ResponseReasoningTextDoneEvent,
+    ResponseStreamEvent,
     ResponseTextDeltaEvent,
     ResponseTextDoneEvent,
 )
@@ -60,11 +61,14 @@ LIFECYCLE: dict[str, type[BaseModel]] = {
 }
 
 
-def lifecycle(event_type: str, response, seq: int):
-    return construct(LIFECYCLE[event_type], type=event_type, response=response, sequence_number=seq)
+def lifecycle(event_type: str, response: BaseModel, seq: int) -> ResponseStreamEvent:
+    event = construct(
+        LIFECYCLE[event_type], type=event_type, response=response, sequence_number=seq
+    )
+    return cast(ResponseStreamEvent, event)  # one of LIFECYCLE's classes
 
 
-def error(message: str, code: str, seq: int):
+def error(message: str, code: str, seq: int) -> ResponseErrorEvent:
     return construct(
         ResponseErrorEvent,
         type="error",
@@ -75,7 +79,7 @@ def error(message: str, code: str, seq: int):
     )
 
 
-def item_added(record: ItemRecord, seq: int):
+def item_added(record: ItemRecord, seq: int) -> ResponseOutputItemAddedEvent:
     return construct(
         ResponseOutputItemAddedEvent,
         type="response.output_item.added",
@@ -85,7 +89,7 @@ def item_added(record: ItemRecord, seq: int):
     )
 
 
-def item_done(record: ItemRecord, seq: int):
+def item_done(record: ItemRecord, seq: int) -> ResponseOutputItemDoneEvent:
     return construct(
         ResponseOutputItemDoneEvent,
         type="response.output_item.done",
@@ -95,7 +99,7 @@ def item_done(record: ItemRecord, seq: int):
     )
 
 
-def _part(record: ItemRecord, text: str, reasoning_class: type):
+def _part(record: ItemRecord, text: str, reasoning_class: type[BaseModel]) -> BaseModel:
     """The content part of ``record``: output text, or reasoning text of ``reasoning_class``.
 
     The added and the done event each have their own reasoning part class.
@@ -108,13 +112,13 @@ def _part(record: ItemRecord, text: str, reasoning_class: type):
 
 
 #: Each content-part event's class and the reasoning part class it carries.
-_PART_EVENTS: dict[str, tuple[type[BaseModel], type]] = {
+_PART_EVENTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     "response.content_part.added": (ResponseContentPartAddedEvent, AddedReasoningPart),
     "response.content_part.done": (ResponseContentPartDoneEvent, DoneReasoningPart),
 }
 
 
-def _part_event(event_type: str, record: ItemRecord, text: str, seq: int):
+def _part_event(event_type: str, record: ItemRecord, text: str, seq: int) -> BaseModel:
     cls, reasoning_class = _PART_EVENTS[event_type]
     return construct(
         cls,
@@ -127,11 +131,11 @@ def _part_event(event_type: str, record: ItemRecord, text: str, seq: int):
     )
 
 
-def part_added(record: ItemRecord, seq: int):
+def part_added(record: ItemRecord, seq: int) -> BaseModel:
     return _part_event("response.content_part.added", record, "", seq)
 
 
-def part_done(record: ItemRecord, seq: int):
+def part_done(record: ItemRecord, seq: int) -> BaseModel:
     return _part_event("response.content_part.done", record, record.text, seq)
 
 
@@ -205,7 +209,7 @@ def _text_event(
     return (events.done if done else events.delta), values
 
 
-def delta(record: ItemRecord, text: str, seq: int):
+def delta(record: ItemRecord, text: str, seq: int) -> BaseModel:
     """The delta event of ``record``'s kind carrying ``text`` (the per-token path)."""
     cls, values = _text_event(record, False, text, seq)
     return construct_complete(cls, values)
@@ -257,7 +261,7 @@ def delta_builder(record: ItemRecord, numbering: Numbering) -> Callable[[str], A
     return build
 
 
-def text_done(record: ItemRecord, seq: int):
+def text_done(record: ItemRecord, seq: int) -> BaseModel:
     """The ``*.done`` event closing ``record``'s text (or arguments)."""
     cls, values = _text_event(record, True, record.text, seq)
     return construct(cls, **values)

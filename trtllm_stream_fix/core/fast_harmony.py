@@ -123,7 +123,8 @@ def _marks(tokens: list[int]) -> list[int]:
         return []
     if len(tokens) >= _NUMPY_FROM:
         array = np.asarray(tokens)
-        return np.flatnonzero((array >= _FIRST_MARK) | (array < 0)).tolist()
+        marks: list[int] = np.flatnonzero((array >= _FIRST_MARK) | (array < 0)).tolist()
+        return marks
     if max(tokens) < _FIRST_MARK and min(tokens) >= 0:
         return []
     return [i for i, t in enumerate(tokens) if t >= _FIRST_MARK or t < 0]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticUndefined
@@ -109,7 +109,7 @@ def construct(cls: type[M], **values: Any) -> M:
         _validate(cls, values)
     if _direct_works():
         return _direct(cls, values, extra)
-    return public_construct(cls, values)
+    return cast(M, public_construct(cls, values))
 
 
 # BaseModel's slot descriptors, called directly: no attribute lookup per instance.

@@ -29,6 +29,7 @@ from openai.types.responses.response_function_web_search import (
 )
 from openai.types.responses.response_reasoning_item import Content as ReasoningContent
 from openai_harmony import Role
+from pydantic import BaseModel
 
 from .fastmodel import construct
 
@@ -163,7 +164,7 @@ def function_name(recipient: str | None) -> str:
     return (recipient or "")[len(FUNCTION_PREFIX) :].strip()
 
 
-def build_item(record: ItemRecord, *, final: bool = True):
+def build_item(record: ItemRecord, *, final: bool = True) -> BaseModel:
     """The ``openai.types.responses`` output item for ``record``.
 
     ``final=False`` gives the shape announced by ``output_item.added`` (empty content).
@@ -215,7 +216,7 @@ def build_item(record: ItemRecord, *, final: bool = True):
     )
 
 
-def web_search_action(recipient: str, arguments: str):
+def web_search_action(recipient: str, arguments: str) -> ActionOpenPage | ActionFind | ActionSearch:
     """The web-search action for a ``browser.*`` call, from its JSON arguments."""
     try:
         args = json.loads(arguments) if arguments else {}

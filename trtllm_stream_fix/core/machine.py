@@ -49,9 +49,10 @@ from openai.types.responses import Response, ResponseStreamEvent
 from . import events as ev
 from .config import DEFAULT_CONFIG, StreamConfig
 from .context import ResponseContext
+from .errors import LifecycleError
 from .items import IdFactory, ItemRecord, derived_ids
 from .response import response_envelope, typed_tools, usage
-from .turn import COMPLETED_REASONS, LifecycleError, OpenMessage, Stage, Turn, finish_status
+from .turn import COMPLETED_REASONS, OpenMessage, Stage, Status, Turn, finish_status
 
 
 class ResponsesEventMachine(Turn[ResponseStreamEvent]):
@@ -128,7 +129,7 @@ class ResponsesEventMachine(Turn[ResponseStreamEvent]):
             out.append(ev.part_added(record, self._next()))
         return record
 
-    def _closed(self, message: OpenMessage, status: str, out: list[Any]) -> None:
+    def _closed(self, message: OpenMessage, status: Status, out: list[Any]) -> None:
         spec = message.spec
         assert spec is not None  # set when the message opened
         text = "".join(message.chunks)
@@ -147,7 +148,7 @@ class ResponsesEventMachine(Turn[ResponseStreamEvent]):
 
     # -- terminal -------------------------------------------------------------------------
 
-    def _completed(self, status: str, finish_reason: str | None, out: list[Any]) -> None:
+    def _completed(self, status: Status, finish_reason: str | None, out: list[Any]) -> None:
         if status == "completed":
             self._terminate(out, "response.completed", "completed")
         elif self.config.length_terminal == "incomplete":

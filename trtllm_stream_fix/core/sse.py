@@ -18,7 +18,8 @@ def event_to_dict(event: Any) -> dict[str, Any]:
     """A JSON-ready dict of ``event``, exactly as it goes on the wire (``event_to_json``)."""
     if isinstance(event, dict):
         return event
-    return json_loads(model_to_json(event))
+    out: dict[str, Any] = json_loads(model_to_json(event))
+    return out
 
 
 _ALIASED: dict[type, bool] = {}

@@ -34,7 +34,7 @@ import abc
 import enum
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, Literal, TypeVar, cast
 
 from .drivers import HarmonyDriver, new_driver
 from .errors import HarmonyStreamError, LifecycleError, TruncatedHeaderError, TurnError
@@ -44,9 +44,11 @@ from .items import KINDS, ItemKind, KindSpec, PreambleRoute, classify, function_
 logger = logging.getLogger(__name__)
 
 COMPLETED_REASONS = frozenset((None, "stop", "tool_calls"))
+#: How a turn, or an item of it, ended.
+Status = Literal["completed", "incomplete", "failed"]
 
 
-def finish_status(finish_reason: str | None) -> str:
+def finish_status(finish_reason: str | None) -> Status:
     """Turn status for an engine finish reason: only ``length`` is a token limit."""
     if finish_reason == "length":
         return "incomplete"
@@ -204,7 +206,7 @@ class Turn(abc.ABC, Generic[Out]):
     def _not_started(self, method: str) -> LifecycleError:
         return LifecycleError(f"{method}() before start(): start()'s output opens the stream")
 
-    def _apply(self, facts: list[Fact], out: list[Any], eos_status: str) -> None:
+    def _apply(self, facts: list[Fact], out: list[Any], eos_status: Status) -> None:
         """Output for ``facts``; ``eos_status`` is the status of a message closed by EOS."""
         for fact in facts:
             if type(fact) is ContentDelta:
@@ -238,7 +240,7 @@ class Turn(abc.ABC, Generic[Out]):
             fact.at - 1,
         )
 
-    def _close(self, out: list[Any], status: str, at: int) -> None:
+    def _close(self, out: list[Any], status: Status, at: int) -> None:
         """Close the open message with ``status``; ``at`` = tokens fed by then."""
         message, self._message = self._message, None
         if message is None or message.spec is None:
@@ -249,7 +251,7 @@ class Turn(abc.ABC, Generic[Out]):
 
     # -- terminal -------------------------------------------------------------------------
 
-    def _finish(self, status: str, finish_reason: str | None, out: list[Any]) -> None:
+    def _finish(self, status: Status, finish_reason: str | None, out: list[Any]) -> None:
         driver = self._driver
         assert driver is not None  # released only at DONE
         self._output_tokens = driver.tokens_fed
@@ -301,11 +303,11 @@ class Turn(abc.ABC, Generic[Out]):
         """The open message's text grew by ``text`` (a ``ContentDelta``)."""
 
     @abc.abstractmethod
-    def _closed(self, message: OpenMessage, status: str, out: list[Any]) -> None:
+    def _closed(self, message: OpenMessage, status: Status, out: list[Any]) -> None:
         """An item message ended with ``status`` (``completed`` or ``incomplete``)."""
 
     @abc.abstractmethod
-    def _completed(self, status: str, finish_reason: str | None, out: list[Any]) -> None:
+    def _completed(self, status: Status, finish_reason: str | None, out: list[Any]) -> None:
         """The terminal output of a turn that ended ``completed`` or ``incomplete``."""
 
     @abc.abstractmethod

@@ -24,8 +24,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..core.config import REASONING_FIELD_ENV
 from ..serving import chat_processor
-from ..serving.chat_processor import REASONING_FIELD_ENV, chat_context, chat_options
+from ..serving.chat_processor import chat_context, chat_options
 from .marker import mark
 from .upstream_names import OPENAI_PROTOCOL, POSTPROCESS_HANDLERS
 

@@ -214,7 +214,8 @@ def worker_check(
         return {"active": False, "hook": False, "error": f"{type(exc).__name__}: {exc}"}
     for line in proc.stdout.splitlines():
         if line.startswith("DOCTOR "):
-            return json.loads(line[len("DOCTOR ") :])
+            found: dict[str, object] = json.loads(line[len("DOCTOR ") :])
+            return found
     tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
     return {"active": False, "hook": False, "error": f"exit {proc.returncode}: {tail}"}
 
@@ -335,7 +336,8 @@ def doctor_main(argv: list[str] | None = None) -> int:
 
 def _fingerprint_main(source: str | None, *, as_json: bool) -> int:
     """``doctor --fingerprint``: 0, or 2 when there is no tree to read."""
-    from .fingerprint import FingerprintError, fingerprint, to_text
+    from .errors import FingerprintError
+    from .fingerprint import fingerprint, to_text
 
     try:
         data = fingerprint(source or os.environ.get("TRTLLM_SOURCE_DIR") or None)

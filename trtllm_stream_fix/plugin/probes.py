@@ -2,21 +2,38 @@
 """The self-test's proof of each patch group (``registry.Group.probe``).
 
 Each probe runs in the self-test's interpreter after ``install()``, on this host's
-TensorRT-LLM modules (or a source tree's), with synthetic gpt-oss outputs, and returns
-``{"ok": bool, "summary": [lines], "first_failure": str | None, "stats": {...}}``.
+TensorRT-LLM modules (or a source tree's), with synthetic gpt-oss outputs, and returns a
+``ProbeResult`` (as a dict in the self-test's JSON report: ``ProbeResult.as_dict``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
-Probe = dict[str, Any]
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What a probe found: ``ok``, the lines the verdict shows, the first failure (None when
+    ``ok``) and the counts behind them (with up to a few ``examples`` of failures)."""
+
+    ok: bool
+    summary: list[str] = field(default_factory=list)
+    first_failure: str | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
-def _result(ok: bool, summary: list[str], stats: dict[str, Any]) -> Probe:
+Probe = ProbeResult
+
+
+def _result(ok: bool, summary: list[str], stats: dict[str, Any]) -> ProbeResult:
     examples = stats.get("examples") or []
     first = None if ok else (examples[0] if examples else "a count fell short (see above)")
-    return {"ok": ok, "summary": summary, "first_failure": first, "stats": stats}
+    return ProbeResult(ok, summary, first, stats)
 
 
 def responses_streams(outputs: list[Any]) -> Probe:

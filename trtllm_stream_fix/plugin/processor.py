@@ -26,7 +26,7 @@ storage is enabled, so ``previous_response_id`` works after a streamed turn.
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from tensorrt_llm.serve import responses_utils as _responses_utils
 
@@ -65,17 +65,17 @@ class FixedResponsesStreamingProcessor(_UpstreamProcessor):
 
     def get_initial_responses(self, *args: Any, **kwargs: Any) -> list[str]:
         if not self.use_harmony:
-            return super().get_initial_responses(*args, **kwargs)
+            return cast(list[str], super().get_initial_responses(*args, **kwargs))
         return self._fix_stream.initial_responses(self)
 
     def process_single_output(self, res: Any, *args: Any, **kwargs: Any) -> list[str]:
         if not self.use_harmony:
-            return super().process_single_output(res, *args, **kwargs)
+            return cast(list[str], super().process_single_output(res, *args, **kwargs))
         return self._fix_stream.process_output(self, res)
 
     def get_final_response_non_store(self, final_res: Any, *args: Any, **kwargs: Any) -> str:
         if not self.use_harmony:
-            return super().get_final_response_non_store(final_res, *args, **kwargs)
+            return cast(str, super().get_final_response_non_store(final_res, *args, **kwargs))
         stream = self._fix_stream
         frame, response = stream.final_response(self, final_res, _num_prompt_tokens(args, kwargs))
         # Upstream's streaming loop calls only this (sync) method: store on the running loop,
@@ -85,7 +85,7 @@ class FixedResponsesStreamingProcessor(_UpstreamProcessor):
 
     async def get_final_response(self, final_res: Any, *args: Any, **kwargs: Any) -> str:
         if not self.use_harmony:
-            return await super().get_final_response(final_res, *args, **kwargs)
+            return cast(str, await super().get_final_response(final_res, *args, **kwargs))
         stream = self._fix_stream
         frame, response = stream.final_response(self, final_res, _num_prompt_tokens(args, kwargs))
         await stream.store(self, response, final_res)

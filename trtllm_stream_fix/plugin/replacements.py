@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..core.config import StreamConfig
@@ -136,7 +136,9 @@ def guard_responses_stream(original: Callable[..., Any]) -> Callable[..., Any]:
     the exception still propagates (the server logs it) and frames pass through untouched.
     """
 
-    async def guarded(stream: Any, terminal_events: Callable[..., Any], *args: Any, **kw: Any):
+    async def guarded(
+        stream: Any, terminal_events: Callable[..., Any], *args: Any, **kw: Any
+    ) -> AsyncIterator[Any]:
         ended = False
 
         async def watched() -> Any:

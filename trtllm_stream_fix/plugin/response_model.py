@@ -130,7 +130,7 @@ class CompleteResponsesResponse(_WithOpenAIFields):
     def _fix_complete(
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
     ) -> dict[str, Any]:
-        dumped = handler(self)
+        dumped: dict[str, Any] = handler(self)
         if info.include is not None or info.exclude is not None:
             return dumped  # the caller chose the keys
         out = complete(dumped, self._fix_fields)

@@ -87,12 +87,14 @@ def run(source: str | None, count: int) -> dict[str, Any]:
 
 
 def _probe(path: str, outputs: list[Any]) -> dict[str, Any]:
+    from .probes import ProbeResult
+
     module, name = path.split(":")
     try:
-        return getattr(importlib.import_module(module), name)(outputs)
+        result: ProbeResult = getattr(importlib.import_module(module), name)(outputs)
     except Exception as exc:
-        failure = f"raised {type(exc).__name__}: {exc}"
-        return {"ok": False, "summary": [], "first_failure": failure, "stats": {}}
+        result = ProbeResult(False, first_failure=f"raised {type(exc).__name__}: {exc}")
+    return result.as_dict()
 
 
 def group_verdict(group: dict[str, Any]) -> str:
@@ -162,7 +164,8 @@ def selftest(source: str | None = None, count: int = DEFAULT_COUNT) -> dict[str,
         return {"error": f"{type(exc).__name__}: {exc}"}
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT ") :])
+            result: dict[str, Any] = json.loads(line[len("RESULT ") :])
+            return result
     tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
     return {"error": f"exit {proc.returncode}: {tail}"}
 

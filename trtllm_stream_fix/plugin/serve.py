@@ -13,7 +13,8 @@ import sys
 from typing import Any
 
 from .bootstrap import register
-from .installer import StreamFixInstallError, mode_from_env
+from .errors import StreamFixInstallError
+from .installer import mode_from_env
 from .upstream_names import SERVE_CLI
 
 UPSTREAM_CLI = SERVE_CLI

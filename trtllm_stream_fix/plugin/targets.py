@@ -40,7 +40,7 @@ from .marker import is_ours
 from .upstream_names import OPENAI_PROTOCOL as OPENAI_PROTOCOL
 from .upstream_names import OPENAI_SERVER as OPENAI_SERVER
 from .upstream_names import POSTPROCESS_HANDLERS as POSTPROCESS_HANDLERS
-from .upstream_names import RESPONSES_UTILS
+from .upstream_names import RESPONSES_UTILS as RESPONSES_UTILS
 
 Status = Literal["ok", "compatible", "missing", "mismatch", "not-loaded", "other-line"]
 CLASS_LINE = "class"

@@ -74,4 +74,4 @@ def context_counts(outputs: Iterable[Any] | None, relayed: Any = None) -> Contex
 def is_context_only(output: Any) -> bool:
     """Whether ``output`` is a context-only result (the hand-off to a generation worker)."""
     params = getattr(output, "disaggregated_params", None)
-    return _field(params, "request_type") == CONTEXT_ONLY
+    return bool(_field(params, "request_type") == CONTEXT_ONLY)

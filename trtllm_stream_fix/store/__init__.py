@@ -43,7 +43,7 @@ def open_store(url: str | None = None, environ: Mapping[str, str] = os.environ) 
             raise ValueError(f"store URL {url}: unknown option {unknown[0]!r}")
         try:
             options = {k: _MEMORY_OPTIONS[k](v) for k, v in query.items()}
-            return MemoryStore(**options)  # type: ignore[arg-type]
+            return MemoryStore(**options)
         except ValueError as exc:
             raise ValueError(f"store URL {url}: {exc}") from None
     from .redis import SCHEMES, RedisStore, redacted
