@@ -9,39 +9,39 @@ tokens). The stream's final response reuses the streamed item ids; a streamed re
 stored like a non-streaming one (response and Harmony messages) when storage is enabled, so
 ``previous_response_id`` works after a streamed turn.
 
-Also here: the non-streaming output built with the same message-to-item mapping as the
-stream, and the Harmony channel of assistant items sent back as input.
+The stream's life is named states (``StreamState``) moved by a table (``TRANSITIONS``), as in
+``core.turn``. Its other jobs have their own modules, re-exported here for the callers that
+reach them through this one: storing (``storing``), the non-streaming body (``body``), usage
+conversion (``usage``) and the channel of input items (``input_channels``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
+import enum
 import logging
-import numbers
-import os
-import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from openai.types.responses import Response
-from pydantic import BaseModel, TypeAdapter
 
 from ..core.config import StreamConfig
 from ..core.context import ResponseContext
 from ..core.events import TERMINAL_TYPES
 from ..core.machine import ResponsesEventMachine
-from ..core.nonstreaming import build_response
 from ..core.response import ECHOED_REQUEST_FIELDS, request_echo
 from ..core.sse import format_sse
-from ..defaults import edge_defaults, new_context, system_clock
-from .disaggregated import context_counts
+from ..defaults import edge_defaults, system_clock
+from .body import environment_config, harmony_output_content, harmony_output_messages
+from .input_channels import PHASE_CHANNELS, item_channel, with_phase_channel
+from .storing import server_response
+from .storing import store as store_response
+from .storing import store_soon as store_response_soon
 from .upstream import UpstreamProcessor
+from .usage import server_usage, with_engine_input
 
 logger = logging.getLogger(__name__)
 
 INITIAL_EVENTS = 2  # response.created + response.in_progress
-PHASE_CHANNELS = {"commentary": "commentary", "final_answer": "final"}
 _ECHOED = (*ECHOED_REQUEST_FIELDS, "reasoning", "text")
 
 
@@ -91,6 +91,52 @@ def _response_context(processor: UpstreamProcessor) -> ResponseContext:
     )
 
 
+class StreamState(enum.Enum):
+    """Where one request's stream is, in this process's copy of it."""
+
+    #: Nothing sent from this copy and no machine (a post-processing worker's copy starts
+    #: here, and a pickled copy returns here: the machine is not pickled).
+    NEW = "new"
+    #: ``response.created`` and ``response.in_progress`` went out; no engine response yet.
+    STARTED = "started"
+    #: Engine responses go straight to the machine's ``feed`` (the per-token path).
+    STREAMING = "streaming"
+    #: The terminal event is decided and held for the final-response call; nothing else goes
+    #: out.
+    ENDED = "ended"
+    #: The final response went out; the per-request state is released.
+    CLOSED = "closed"
+
+
+class StreamInput(enum.Enum):
+    """What happens to a stream: the processor's calls and the machine's end."""
+
+    #: ``initial_responses``: the opening pair.
+    START = "start"
+    #: ``process_output`` with an engine response the machine did not end on.
+    OUTPUT = "output"
+    #: The machine emitted the terminal event (the last engine response, or a failure).
+    TERMINAL = "terminal"
+    #: ``final_response``: the terminal frame and the final response.
+    FINAL = "final"
+
+
+_S, _I = StreamState, StreamInput
+#: ``(state, input) -> next state``; an input missing for a state sends nothing and leaves
+#: the state as it is (a second ``initial_responses``, anything after the final response,
+#: engine responses after the terminal event).
+TRANSITIONS: dict[tuple[StreamState, StreamInput], StreamState] = {
+    (_S.NEW, _I.START): _S.STARTED,
+    (_S.NEW, _I.OUTPUT): _S.STREAMING,
+    (_S.STARTED, _I.OUTPUT): _S.STREAMING,
+    (_S.STREAMING, _I.OUTPUT): _S.STREAMING,
+    **{(state, _I.TERMINAL): _S.ENDED for state in (_S.NEW, _S.STARTED, _S.STREAMING)},
+    **{(state, _I.FINAL): _S.CLOSED for state in StreamState if state is not _S.CLOSED},
+}
+#: After a pickle the copy has no machine: a started or streaming stream starts again.
+_UNPICKLED = {_S.STARTED: _S.NEW, _S.STREAMING: _S.NEW}
+
+
 class HarmonyResponsesStream:
     """The Harmony event machine of one streamed Responses request.
 
@@ -101,7 +147,7 @@ class HarmonyResponsesStream:
     sends ``error`` at once and holds ``response.failed`` for the final-response call. The
     machine holds a Rust parser and is not pickled: the copy a post-processing worker
     receives builds its own on the first engine response. Per-request state is released with
-    the terminal event.
+    the terminal event. Its life is ``state`` (``StreamState``), moved by ``TRANSITIONS``.
 
     Args:
         parse_messages: parses output tokens into Harmony messages (conversation history).
@@ -121,28 +167,32 @@ class HarmonyResponsesStream:
         self._config = environment_config if config is None else config
         self._parse_messages = parse_messages
         self._response_model = response_model
+        self.state = StreamState.NEW
         self._machine: ResponsesEventMachine | None = None
-        self._terminal: list[Any] = []
-        self._ended = False  # the terminal event is decided (held for the final call)
-        self._closed = False
+        self._terminal: list[Any] = []  # the held terminal event (ENDED)
         self._feed = None
 
-    #: The machine's ``feed`` once it has taken a first engine response here and until the
-    #: terminal event: ``process_output``'s path for every engine response but the last.
+    #: The machine's ``feed`` in STREAMING (None in every other state): ``process_output``'s
+    #: path for every engine response but the last.
     _feed: Callable[..., list[Any]] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_machine"] = state["_feed"] = None
+        state["state"] = _UNPICKLED.get(self.state, self.state)
         return state
+
+    def _move(self, event: StreamInput) -> None:
+        self.state = TRANSITIONS[self.state, event]
 
     def initial_responses(self, processor: UpstreamProcessor) -> list[str]:
         """``response.created`` and ``response.in_progress`` as SSE frames (once)."""
-        if self._machine is not None or self._closed:
+        if (self.state, StreamInput.START) not in TRANSITIONS:
             return []
         processor.sequence_number = 0
         events = self._start(processor)
         processor.sequence_number += len(events)
+        self._move(StreamInput.START)
         return self._frames(events)
 
     def process_output(self, processor: UpstreamProcessor, res: Any) -> list[str]:
@@ -150,7 +200,7 @@ class HarmonyResponsesStream:
         feed = self._feed
         if feed is None or res._done:
             return self._process_first_or_last(processor, res)
-        # Every engine response but the first and the last (stream_interval 1: one per token).
+        # STREAMING, and not the last engine response (stream_interval 1: one per token).
         machine = self._machine
         assert machine is not None  # built with _feed
         machine.sequence_number = processor.sequence_number  # the machine numbers on from it
@@ -165,7 +215,7 @@ class HarmonyResponsesStream:
         return self._frames(events)
 
     def _process_first_or_last(self, processor: UpstreamProcessor, res: Any) -> list[str]:
-        if self._closed or self._ended:
+        if (self.state, StreamInput.OUTPUT) not in TRANSITIONS:
             return []  # the terminal event is decided: nothing goes out before it
         machine = self._machine_for(processor, res)
         output = res.outputs[0]
@@ -179,6 +229,7 @@ class HarmonyResponsesStream:
         processor.sequence_number = machine.sequence_number
         if machine.finished:
             return self._hold_terminal(events)
+        self._move(StreamInput.OUTPUT)
         self._feed = machine.feed
         return self._frames(events)
 
@@ -186,7 +237,8 @@ class HarmonyResponsesStream:
         """Frames for ``events`` up to the terminal one, which waits for the final call."""
         cut = next((i for i, e in enumerate(events) if e.type in TERMINAL_TYPES), len(events))
         events, self._terminal = events[:cut], events[cut:]
-        self._ended, self._feed = True, None
+        self._move(StreamInput.TERMINAL)
+        self._feed = None
         return self._frames(events)
 
     @staticmethod
@@ -205,7 +257,7 @@ class HarmonyResponsesStream:
 
         Releases the per-request state.
         """
-        if self._closed:
+        if (self.state, StreamInput.FINAL) not in TRANSITIONS:
             return "", None
         machine = self._machine_for(processor, final_res)
         events = self._terminal
@@ -218,51 +270,24 @@ class HarmonyResponsesStream:
         if response is not None and response.usage:
             with_engine_input(response.usage, final_res, num_prompt_tokens)
         frame = "".join(self._frames(events))
-        self._machine, self._terminal, self._closed, self._feed = None, [], True, None
+        self._move(StreamInput.FINAL)
+        self._machine, self._terminal, self._feed = None, [], None
         return frame, response
 
     async def store(
         self, processor: UpstreamProcessor, response: Response | None, final_res: Any
     ) -> None:
         """Store a streamed response and its Harmony messages as a non-streaming one is."""
-        if response is None or not self._storing(processor, response):
-            return
-        try:
-            await processor.conversation_store.store_response(
-                resp=self._server_response(processor, response),
-                resp_msgs=harmony_output_messages(
-                    final_res.outputs[0].token_ids, self._parse_messages
-                ),
-                prev_resp_id=getattr(processor.request, "previous_response_id", None),
-            )
-        except Exception:  # storing must never break the stream
-            logger.exception("streamed response %s not stored", response.id)
+        await store_response(
+            processor, response, final_res, self._response_model, self._parse_messages
+        )
 
     def store_soon(
         self, processor: UpstreamProcessor, response: Response | None, final_res: Any
     ) -> None:
         """``store`` from a synchronous caller on the event loop (the streaming loop's)."""
-        if response is None or not self._storing(processor, response):
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            logger.warning("streamed response %s not stored: no event loop", response.id)
-            return
-        task = loop.create_task(self.store(processor, response, final_res))
-        _PENDING_STORES.add(task)
-        task.add_done_callback(_PENDING_STORES.discard)
-
-    def _server_response(self, processor: UpstreamProcessor, response: Response) -> Any:
-        return server_response(self._response_model, processor, response)
-
-    @staticmethod
-    def _storing(processor: UpstreamProcessor, response: Response | None) -> bool:
-        return (
-            response is not None
-            and bool(processor.enable_store)
-            and bool(getattr(processor.request, "store", True))
-            and processor.conversation_store is not None
+        store_response_soon(
+            processor, response, final_res, self._response_model, self._parse_messages
         )
 
     def _start(self, processor: UpstreamProcessor) -> list[Any]:
@@ -290,147 +315,20 @@ class HarmonyResponsesStream:
         return machine
 
 
-_PENDING_STORES: set[asyncio.Task[None]] = set()  # keeps scheduled stores alive until done
-
-
-def server_response(model: Any, processor: UpstreamProcessor, response: Response) -> Any:
-    """``response`` as the server's response model (what non-streaming stores).
-
-    Built with the model's ``from_request`` from the request, sampling params, model name
-    and creation time the ``processor`` holds; our ``Response`` itself when the model is
-    absent or refuses it.
-    """
-    if model is None or not hasattr(model, "from_request"):
-        return response
-    try:
-        return model.from_request(
-            request=processor.request,
-            sampling_params=processor.sampling_params,
-            model_name=processor.model_name,
-            created_time=processor.response_creation_time,
-            output=list(response.output),
-            status=response.status,
-            usage=server_usage(model, response.usage),
-        )
-    except Exception as exc:  # storing must never break the stream
-        logger.debug("storing the streamed Response as is: %s", exc)
-        return response
-
-
-def with_engine_input(usage: Any, final_res: Any, num_prompt_tokens: int | None) -> None:
-    """Set the engine's prompt counts on the stream's ``usage``.
-
-    The prompt tokens when given, and the prompt tokens the engine reports as cached
-    (``final_res.cached_tokens``, as upstream's own usage reads it). On a disaggregated
-    generation worker both come from the context worker's usage the hand-off carries (the
-    outputs' ``disaggregated_params.ctx_usage``), as upstream's usage takes them.
-    """
-    context = context_counts(getattr(final_res, "outputs", None))
-    if context is not None:
-        num_prompt_tokens = context.prompt_tokens
-    if num_prompt_tokens is not None:
-        usage.input_tokens = num_prompt_tokens
-        usage.total_tokens = num_prompt_tokens + usage.output_tokens
-    if context is not None:
-        usage.input_tokens_details.cached_tokens = context.cached_tokens
-        return
-    cached = getattr(final_res, "cached_tokens", None)
-    if isinstance(cached, numbers.Integral) and int(cached) > 0:
-        usage.input_tokens_details.cached_tokens = int(cached)
-
-
-def server_usage(model: Any, usage: Any) -> Any:
-    """``usage`` (the terminal event's) as the type of ``model``'s ``usage`` field.
-
-    Upstream's ``from_request`` takes its own ``ResponseUsage`` (``extra="forbid"``): keys it
-    does not declare are left out, so the stored usage is what its non-streaming path builds.
-    """
-    if usage is None:
-        return None
-    field = getattr(model, "model_fields", {}).get("usage")
-    data = usage.model_dump(mode="json") if hasattr(usage, "model_dump") else dict(usage)
-    if field is None:
-        return data
-    return TypeAdapter(field.annotation).validate_python(_declared(field.annotation, data))
-
-
-def _declared(annotation: Any, data: Any) -> Any:
-    """``data`` with only the keys the pydantic model in ``annotation`` declares, nested."""
-    if not isinstance(data, dict):
-        return data
-    models = [a for a in (annotation, *typing.get_args(annotation)) if _is_model(a)]
-    if not models:
-        return data
-    fields = models[0].model_fields
-    return {k: _declared(fields[k].annotation, v) for k, v in data.items() if k in fields}
-
-
-def _is_model(annotation: Any) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
-
-
-def environment_config() -> StreamConfig:
-    """The switches of this process's environment (``StreamConfig.from_env``)."""
-    return StreamConfig.from_env(os.environ)
-
-
-def harmony_output_messages(
-    token_ids: Sequence[int], parse_messages: Callable[[list[int]], list[Any]]
-) -> list[Any]:
-    """The Harmony messages of the output tokens (conversation history); [] if unparsable."""
-    try:
-        return list(parse_messages(list(token_ids)))
-    except Exception as exc:  # the output items say what was parsed
-        logger.debug("output tokens not parsable as Harmony messages: %s", exc)
-        return []
-
-
-def harmony_output_content(
-    token_ids: Sequence[int],
-    finish_reason: str | None,
-    parse_messages: Callable[[list[int]], list[Any]],
-    config: StreamConfig | None = None,
-) -> tuple[list[Any], list[Any]]:
-    """Non-streaming output items (as the stream's final response) and the Harmony messages.
-
-    ``parse_messages`` parses the output tokens for the conversation history; ``config``
-    defaults to the environment's, as the stream's does.
-    """
-    token_ids = list(token_ids)
-    response = build_response(
-        new_context(),
-        token_ids,
-        finish_reason or "stop",
-        config=environment_config() if config is None else config,
-        **edge_defaults(),
-    )
-    return list(response.output), harmony_output_messages(token_ids, parse_messages)
-
-
-def item_channel(input_msg: Any) -> str | None:
-    """The Harmony channel an input item we streamed belongs on.
-
-    A ``reasoning`` item is the analysis channel; an assistant ``message`` item is the
-    channel of its phase (``commentary`` for a preamble, ``final`` for an answer).
-    """
-    item = input_msg if isinstance(input_msg, dict) else getattr(input_msg, "__dict__", {})
-    kind = item.get("type", "message")
-    if kind == "reasoning":
-        return "analysis"
-    if kind != "message" or item.get("role") != "assistant":
-        return None
-    return PHASE_CHANNELS.get(item.get("phase") or "")
-
-
-def with_phase_channel(parse: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a Responses input parser so assistant items render on their phase's channel."""
-
-    @functools.wraps(parse)
-    def parse_with_channel(input_msg: Any, *args: Any, **kwargs: Any) -> Any:
-        message = parse(input_msg, *args, **kwargs)
-        channel = item_channel(input_msg)
-        if message is not None and channel and getattr(message, "channel", None) is None:
-            message = message.with_channel(channel)
-        return message
-
-    return parse_with_channel
+__all__ = [
+    "INITIAL_EVENTS",
+    "PHASE_CHANNELS",
+    "TRANSITIONS",
+    "HarmonyResponsesStream",
+    "StreamInput",
+    "StreamState",
+    "environment_config",
+    "harmony_output_content",
+    "harmony_output_messages",
+    "item_channel",
+    "request_context",
+    "server_response",
+    "server_usage",
+    "with_engine_input",
+    "with_phase_channel",
+]

@@ -27,6 +27,10 @@ _UPSTREAM_MODULES = {
     "trtllm_stream_fix.serving.chat_processor": f"{PACKAGE}.chat_processor",
     "trtllm_stream_fix.serving.disaggregated": f"{PACKAGE}.disaggregated",
     "trtllm_stream_fix.serving.upstream": f"{PACKAGE}.upstream",
+    "trtllm_stream_fix.serving.storing": f"{PACKAGE}.storing",
+    "trtllm_stream_fix.serving.body": f"{PACKAGE}.body",
+    "trtllm_stream_fix.serving.usage": f"{PACKAGE}.usage",
+    "trtllm_stream_fix.serving.input_channels": f"{PACKAGE}.input_channels",
 }
 _SUPPORT_MODULES = {
     "_streams": "streams",

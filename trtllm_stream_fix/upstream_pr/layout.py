@@ -104,7 +104,16 @@ def module_placements() -> list[Placement]:
     """The core (every module in ``core/``) and the upstream-only modules, as a new package."""
     core = sorted((OURS / "core").glob("*.py"))
     # the serving glue the plugin runs, and the encoding loader written for upstream
-    serving = ("processor.py", "chat_processor.py", "disaggregated.py", "upstream.py")
+    serving = (
+        "processor.py",
+        "chat_processor.py",
+        "disaggregated.py",
+        "upstream.py",
+        "storing.py",
+        "body.py",
+        "usage.py",
+        "input_channels.py",
+    )
     shared = [OURS / "serving" / name for name in serving]
     shared.append(OURS / "upstream_pr" / "templates" / "encoding.py")
     out = [Placement(path, f"{PACKAGE_DIR}/{path.name}") for path in core + shared]
