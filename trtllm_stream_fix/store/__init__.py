@@ -11,10 +11,12 @@ No web framework here, and ``redis`` is imported only when a Redis store is open
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from urllib.parse import parse_qsl, urlsplit
 
-from .base import DEFAULT_TTL_SECONDS, ResponseStore, StoreError, StoreUnavailable
+from . import options
+from .base import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, ResponseStore, StoreError, StoreUnavailable
 from .memory import MemoryStore
 
 __all__ = [
@@ -28,7 +30,11 @@ __all__ = [
 ]
 
 STORE_ENV = "TRTLLM_STREAM_FIX_STORE"
-_MEMORY_OPTIONS = {"capacity": int, "max_bytes": int, "ttl": float}
+_MEMORY_OPTIONS: dict[str, Callable[[str, str], float]] = {
+    "capacity": partial(options.whole, low=1, high=2**31),
+    "max_bytes": partial(options.whole, low=1, high=2**62),
+    "ttl": partial(options.seconds, high=MAX_TTL_SECONDS),
+}
 
 
 def open_store(url: str | None = None, environ: Mapping[str, str] = os.environ) -> ResponseStore:
@@ -42,8 +48,8 @@ def open_store(url: str | None = None, environ: Mapping[str, str] = os.environ) 
         if unknown:
             raise ValueError(f"store URL {url}: unknown option {unknown[0]!r}")
         try:
-            options = {k: _MEMORY_OPTIONS[k](v) for k, v in query.items()}
-            return MemoryStore(**options)  # type: ignore[arg-type]
+            given = {k: _MEMORY_OPTIONS[k](k, v) for k, v in query.items()}
+            return MemoryStore(**given)  # type: ignore[arg-type]
         except ValueError as exc:
             raise ValueError(f"store URL {url}: {exc}") from None
     from .redis import SCHEMES, RedisStore, redacted
