@@ -164,7 +164,7 @@ def test_a_streamed_turn_failed_by_a_paused_redis_is_not_stored_when_it_resumes(
     from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
 
     store = open_store(f"{server.url}?prefix={PREFIX}&timeout=0.3")
-    engine = EngineConfig(stream_interval=4, tokens_per_second=200)
+    engine = EngineConfig(stream_interval=4, tokens_per_second=100)  # a turn of ~1.3 s
     with serve_in_thread(create_app(engine, store=store)) as url:
         body = {"model": "gpt-oss-120b", "input": "hi", "stream": True}
         warm = httpx.post(f"{url}/v1/responses", json={**body, "stream": False}, timeout=30)

@@ -117,6 +117,18 @@ def test_a_put_again_replaces_the_record(store_url):
     assert response["output"][2]["content"] == ["new"] and history == []
 
 
+def test_a_put_again_with_other_items_forgets_the_items_it_no_longer_holds(store_url):
+    async def steps(store):
+        await store.put(_response(1), _messages(1))
+        fewer = _response(1, "new")
+        fewer["output"] = fewer["output"][2:]
+        await store.put(fewer, [])
+        return await store.get("resp_1"), await store.items(["rs_1", "msg_1"])
+
+    response, items = _run(store_url, steps)
+    assert response["output"][0]["content"] == ["new"] and list(items) == ["msg_1"]
+
+
 def test_the_memory_store_is_bounded_in_records_least_recently_used_first():
     store = MemoryStore(capacity=3)
 

@@ -14,6 +14,8 @@ Redis evicts in part (``volatile-lru`` evicts keys, not records) is lost as a wh
 readable without being continuable, never an item resolvable without its response. DELETE
 removes what is left of a record, whole or not (a pointer whose hash went first cannot be
 found from the response id: it holds no content, resolves nothing and expires with the TTL).
+Item ids are unique to a response (OpenAI's and upstream's are): a record stored with an
+item id another record holds takes the pointer over, and the other record is no longer whole.
 
 Each call is one Lua script, one round trip (reads included; legacy scripts without flags,
 so Redis 6.2 and 7 run them; not Redis Cluster). A put sets the whole record atomically and
@@ -274,7 +276,7 @@ class RedisStore(ResponseStore):
         except self._down as exc:
             raise StoreUnavailable(f"response store {self.name} is unavailable: {exc}") from None
         except self._failed as exc:
-            if "DEADLINE" in str(exc):
+            if str(exc).startswith("DEADLINE "):
                 raise StoreUnavailable(
                     f"response store {self.name} is unavailable: the write reached Redis "
                     "after its deadline (Redis stalled or slow); nothing was stored"
