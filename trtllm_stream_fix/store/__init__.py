@@ -11,12 +11,10 @@ No web framework here, and ``redis`` is imported only when a Redis store is open
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from functools import partial
+from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlsplit
 
-from . import options
-from .base import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, ResponseStore, StoreError, StoreUnavailable
+from .base import DEFAULT_TTL_SECONDS, ResponseStore, StoreError, StoreUnavailable
 from .memory import MemoryStore
 
 __all__ = [
@@ -30,11 +28,7 @@ __all__ = [
 ]
 
 STORE_ENV = "TRTLLM_STREAM_FIX_STORE"
-_MEMORY_OPTIONS: dict[str, Callable[[str, str], float]] = {
-    "capacity": partial(options.whole, low=1, high=2**31),
-    "max_bytes": partial(options.whole, low=1, high=2**62),
-    "ttl": partial(options.seconds, high=MAX_TTL_SECONDS),
-}
+_MEMORY_OPTIONS = {"capacity": int, "max_bytes": int, "ttl": float}
 
 
 def open_store(url: str | None = None, environ: Mapping[str, str] = os.environ) -> ResponseStore:
@@ -48,8 +42,8 @@ def open_store(url: str | None = None, environ: Mapping[str, str] = os.environ) 
         if unknown:
             raise ValueError(f"store URL {url}: unknown option {unknown[0]!r}")
         try:
-            given = {k: _MEMORY_OPTIONS[k](k, v) for k, v in query.items()}
-            return MemoryStore(**given)  # type: ignore[arg-type]
+            options = {k: _MEMORY_OPTIONS[k](v) for k, v in query.items()}
+            return MemoryStore(**options)
         except ValueError as exc:
             raise ValueError(f"store URL {url}: {exc}") from None
     from .redis import SCHEMES, RedisStore, redacted

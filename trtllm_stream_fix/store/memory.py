@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import options
 from .base import (
     DEFAULT_TTL_SECONDS,
     JSON,
@@ -79,11 +80,9 @@ class MemoryStore(ResponseStore):
         ttl: float = DEFAULT_TTL_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if capacity < 1 or max_bytes < 1 or not 0 < ttl <= MAX_TTL_SECONDS:
-            raise ValueError(
-                f"capacity, max_bytes and ttl must be positive (ttl finite, at most "
-                f"{MAX_TTL_SECONDS} seconds): {capacity}, {max_bytes}, {ttl}"
-            )
+        options.whole("capacity", capacity, low=1, high=2**31)
+        options.whole("max_bytes", max_bytes, low=1, high=2**62)
+        options.seconds("ttl", ttl, high=MAX_TTL_SECONDS)
         self.name = f"memory (capacity {capacity}, max_bytes {max_bytes})"
         self.capacity = capacity
         self.max_bytes = max_bytes

@@ -258,7 +258,9 @@ class RedisStore(ResponseStore):
                 given["max_connections"] = options.whole("max_connections", raw, low=1, high=2**16)
             for name in _REDIS_SOCKET_OPTIONS:
                 if name in query:
-                    raise ValueError(f"{name} is the store's timeout=SECONDS: {query[name]!r}")
+                    raise ValueError(
+                        f"{name} is not taken, timeout=SECONDS sets it: {query[name]!r}"
+                    )
             for name, (low, high) in _REDIS_WHOLE_OPTIONS.items():
                 if name in query:
                     options.whole(name, query[name], low=low, high=high)
