@@ -286,8 +286,8 @@ class RedisStore(ResponseStore):
             raise StoreError(f"response store {self.name} failed: {exc}") from None
 
     async def _deadline_ms(self) -> float:
-        """The latest moment, on Redis's clock, a put starting now may be written: by then
-        the client has given up on it (reads Redis's clock every ``CLOCK_SECONDS``)."""
+        """The latest moment, on Redis's clock, a put starting now may be written: before
+        the client can give up on it (``timeout`` after sending it, at the earliest)."""
         clock = self._clock
         if time.monotonic() - clock.read_at > CLOCK_SECONDS:
             before = time.monotonic()
@@ -295,7 +295,8 @@ class RedisStore(ResponseStore):
             after = time.monotonic()
             clock.offset_ms = seconds * 1e3 + micros / 1e3 - (before + after) * 500
             clock.error_ms = (after - before) * 500
-            clock.read_at = after
+            # A slow reading is used once (its error makes the deadline early), not kept.
+            clock.read_at = after if clock.error_ms <= self.timeout * 250 else -math.inf
         margin_ms = clock.error_ms + self.timeout * 100  # a tenth of the timeout: drift
         return time.monotonic() * 1e3 + clock.offset_ms + self.timeout * 1e3 - margin_ms
 
