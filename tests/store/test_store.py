@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import re
 import signal
 import sys
 import time
@@ -116,6 +117,18 @@ def test_a_put_again_replaces_the_record(store_url):
     assert response["output"][2]["content"] == ["new"] and history == []
 
 
+def test_a_put_again_with_other_items_forgets_the_items_it_no_longer_holds(store_url):
+    async def steps(store):
+        await store.put(_response(1), _messages(1))
+        fewer = _response(1, "new")
+        fewer["output"] = fewer["output"][2:]
+        await store.put(fewer, [])
+        return await store.get("resp_1"), await store.items(["rs_1", "msg_1"])
+
+    response, items = _run(store_url, steps)
+    assert response["output"][0]["content"] == ["new"] and list(items) == ["msg_1"]
+
+
 def test_the_memory_store_is_bounded_in_records_least_recently_used_first():
     store = MemoryStore(capacity=3)
 
@@ -131,8 +144,9 @@ def test_the_memory_store_is_bounded_in_records_least_recently_used_first():
 
 
 def test_the_memory_store_is_bounded_in_bytes():
-    one = len(encode(_response(0))) + len(encode(_messages(0)))
-    one += sum(len(encode(item)) for item in _response(0)["output"])
+    sizing = MemoryStore()
+    asyncio.run(sizing.put(_response(0), _messages(0)))
+    one = sizing.bytes  # what holding one record costs: its JSON, its ids, the overheads
     store = MemoryStore(capacity=100, max_bytes=one * 2 + one // 2)
 
     async def steps():
@@ -167,22 +181,22 @@ def test_memory_records_expire_after_the_ttl():
 
 
 def test_redis_records_carry_the_ttl_and_prefix(redis_server):
+    """Layout v2: one hash per record, one pointer per output item naming its response."""
     import redis
 
-    url = f"{redis_server.url}?prefix=ttl{os.getpid()}:&ttl=120"
-    _run(url, lambda store: store.put(_response(1), _messages(1)))
+    prefix = f"ttl{os.getpid()}:"
+    _run(f"{redis_server.url}?prefix={prefix}&ttl=120", lambda s: s.put(_response(1), _messages(1)))
     client = redis.Redis(port=redis_server.port)
-    keys = sorted(k.decode() for k in client.keys(f"ttl{os.getpid()}:*"))
-    assert keys == [
-        f"ttl{os.getpid()}:{kind}:{name}"
-        for kind, name in [
-            ("item", "fc_1"),
-            ("item", "msg_1"),
-            ("item", "rs_1"),
-            ("messages", "resp_1"),
-            ("response", "resp_1"),
-        ]
-    ]
+    keys = sorted(k.decode() for k in client.keys(f"{prefix}*"))
+    pointers = [f"{prefix}v2:item:{name}" for name in ("fc_1", "msg_1", "rs_1")]
+    assert keys == [*pointers, f"{prefix}v2:record:resp_1"]
+    assert [client.get(k) for k in pointers] == [b"resp_1"] * 3
+    record = {k.decode(): decode(v) for k, v in client.hgetall(f"{prefix}v2:record:resp_1").items()}
+    assert record == {
+        "response": _response(1),
+        "messages": _messages(1),
+        **{f"item:{item['id']}": item for item in _response(1)["output"]},
+    }
     assert all(110 <= client.ttl(k) <= 120 for k in keys)
     client.close()
 
@@ -244,8 +258,8 @@ def test_store_urls():
     for bad, message in [
         ("memcached://h", "unknown scheme 'memcached'"),
         ("memory://?size=3", "unknown option 'size'"),
-        ("memory://?capacity=0", "must be positive"),
-        ("redis://h?ttl=soon", "invalid literal"),
+        ("memory://?capacity=0", "must be a positive whole number"),
+        ("redis://h?ttl=soon", "ttl must be a positive whole number"),
     ]:
         with pytest.raises(ValueError, match=message):
             open_store(bad)
@@ -366,3 +380,93 @@ def test_a_malformed_item_reference_is_the_400_naming_it(reference):
     with pytest.raises(UnknownItemReference, match="An item_reference needs a string `id`") as err:
         asyncio.run(resolve_item_references(MemoryStore(), [reference]))
     assert (err.value.status, err.value.param) == (400, "input")
+
+
+def _typical(n: int) -> tuple[dict, list[dict]]:
+    """A tool turn as the server stores it: reasoning, a call, an answer (about 7 KB)."""
+    text = ("The weather in Paris is sunny with a light breeze. " * 20)[: 900 + n % 200]
+    response = _response(n, text)
+    response["output"][0]["content"] = [{"type": "reasoning_text", "text": text[:600]}]
+    response.update(model="gpt-oss-120b", created_at=1_700_000_000 + n, tools=[], top_p=1.0)
+    response["usage"] = {"input_tokens": 100, "output_tokens": 300, "total_tokens": 400}
+    user = {"type": "message", "role": "user", "content": f"question {n} {text[:300]}"}
+    return response, [user, *response["output"]]
+
+
+def test_the_memory_stores_max_bytes_bounds_the_memory_it_holds():
+    """5,000 typical records through a store bounded at 8 MiB: the memory the process holds
+    (every Python allocation, traced) grows by at most 1.5× ``max_bytes``, and what the store
+    accounts is what it holds (not an overcount that keeps it nearly empty)."""
+    import gc
+    import tracemalloc
+
+    records = [_typical(n) for n in range(5000)]
+    store = MemoryStore(max_bytes=8 * 2**20)
+
+    async def steps():
+        for response, messages in records:
+            await store.put(response, messages)
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        asyncio.run(steps())
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert store.evicted > 0 and store.bytes <= store.max_bytes
+    assert grown <= 1.5 * store.max_bytes, (
+        f"{len(store)} records accounted as {store.bytes} bytes hold {grown} bytes "
+        f"({grown / store.bytes:.2f}×)"
+    )
+    assert store.bytes <= 1.2 * grown, f"accounted {store.bytes}, held {grown}"
+
+
+_BAD_NUMBERS = [
+    ("memory://?ttl=nan", "ttl"),
+    ("memory://?ttl=inf", "ttl"),
+    ("memory://?ttl=-inf", "ttl"),
+    ("memory://?ttl=-1", "ttl"),
+    ("memory://?ttl=1e400", "ttl"),
+    ("memory://?capacity=-3", "capacity"),
+    ("memory://?max_bytes=0", "max_bytes"),
+    ("redis://h?timeout=inf", "timeout"),
+    ("redis://h?timeout=nan", "timeout"),
+    ("redis://h?timeout=-inf", "timeout"),
+    ("redis://h?timeout=-1", "timeout"),
+    ("redis://h?timeout=0", "timeout"),
+    ("redis://h?ttl=-5", "ttl"),
+    ("redis://h?ttl=nan", "ttl"),
+    ("redis://h?max_connections=0", "max_connections"),
+    ("redis://h?socket_timeout=inf", "socket_timeout"),
+    ("redis://h?socket_connect_timeout=nan", "socket_connect_timeout"),
+    ("redis://h?health_check_interval=-1", "health_check_interval"),
+    ("redis://h?db=-1", "db"),
+]
+
+
+@pytest.mark.parametrize(("url", "option"), _BAD_NUMBERS)
+def test_a_store_url_number_that_is_not_finite_and_in_range_is_refused(url, option):
+    with pytest.raises(ValueError, match=f"store URL {re.escape(url)}: {option}") as caught:
+        open_store(url)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("url", ["memory://?ttl=nan", "redis://127.0.0.1:1/0?timeout=inf"])
+def test_serve_refuses_a_store_url_number_out_of_range_with_exit_2(url):
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "trtllm_stream_fix.cli", "serve", "--port", "0", "--store", url],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"serve --store {url} started serving")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"trtllm-stream-fix serve: store URL {url}: "), done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1

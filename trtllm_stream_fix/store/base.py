@@ -19,6 +19,8 @@ from ..core.errors import StreamFixError
 
 #: How long a record is kept by default: 30 days, as OpenAI keeps responses.
 DEFAULT_TTL_SECONDS = 30 * 24 * 3600
+#: The longest ``ttl`` a store takes: 100 years (Redis refuses expiries much beyond).
+MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
 
 JSON = dict[str, Any]
 
