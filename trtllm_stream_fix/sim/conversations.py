@@ -9,10 +9,11 @@ of that conversation are checked as OpenAI checks them: a ``function_call_output
 answer one; so are its item ids (no id twice) and its referenced items (the types accepted
 as input). The whole conversation counts against the limits of a direct input: the input as
 its references expand against the body bound, as it is expanded; every item's text, the
-stored history's too, against the character and token bounds (:func:`prompt_text`). A response is stored when it ends (any terminal status) unless its request set
-``store: false``, with the conversation's messages plus its input and output
-(:func:`turn_messages`). The store itself is :mod:`trtllm_stream_fix.store`; its failures
-become OpenAI-shaped errors here (:func:`store_failure`).
+stored history's too, against the character and token bounds (:func:`prompt_text`). A
+response is stored when it ends (any terminal status) unless its request set ``store:
+false``, with the conversation's messages plus its input and output (:func:`turn_messages`).
+The store itself is :mod:`trtllm_stream_fix.store`; its failures become OpenAI-shaped errors
+here (:func:`store_failure`).
 
 :func:`check_tool_messages` applies OpenAI's rule for Chat Completions ``tool`` messages:
 each answers a call of the assistant message with ``tool_calls`` just before it (other
