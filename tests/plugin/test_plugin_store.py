@@ -318,3 +318,99 @@ def test_redis_down_get_and_delete_answer_openai_errors_and_the_turns_stay(tmp_p
     assert out["unstored"] == "completed"
     assert out["after"] == out["before"] and out["before"]["output"]
     assert out["deleted"] is True and out["gone"] == 404
+
+
+def _big_call(n: int, chars: int = 270_000) -> dict:
+    return {
+        "id": f"fc_big{n}",
+        "type": "function_call",
+        "status": "completed",
+        "call_id": f"call_big{n}",
+        "name": "big",
+        "arguments": '{"blob": "' + "A" * chars + '"}',
+    }
+
+
+def test_item_references_expand_within_a_bound_and_nothing_is_generated():
+    """A small request naming five stored 270 KB function calls expands past the plugin's
+    bound (1 MiB of JSON): OpenAI's 400 message, raised before upstream reads the input."""
+    from trtllm_stream_fix.store.references import DEFAULT_MAX_EXPANDED_BYTES
+
+    install()
+    prompts: list = []
+    server = openai_server.OpenAIServer(_recording(named_output("reasoning_answer"), prompts))
+    stored = {"id": "resp_big", "object": "response", "output": [_big_call(n) for n in range(5)]}
+    references = [{"type": "item_reference", "id": f"fc_big{n}"} for n in range(5)]
+
+    async def run():
+        await server.conversation_store.store.put(stored, [])
+        try:
+            await server.openai_responses(ResponsesRequest(input=references, store=True))
+        except Exception as exc:  # upstream's handler answers it as a 400 with this message
+            return exc
+        return None
+
+    error = asyncio.run(run())
+    assert type(error).__name__ == "ExpandedInputTooLarge", error
+    assert (error.status, error.param) == (400, "input")
+    assert f"more than {DEFAULT_MAX_EXPANDED_BYTES} bytes" in str(error)
+    assert prompts == []
+
+
+def test_an_item_of_the_previous_response_referenced_again_is_openais_duplicate_400():
+    install()
+    prompts: list = []
+    server = openai_server.OpenAIServer(_recording(named_output("reasoning_answer"), prompts))
+
+    async def run():
+        first = await server.openai_responses(ResponsesRequest(input="hi", store=True))
+        item = first.model_dump()["output"][-1]["id"]
+        again = ResponsesRequest(
+            input=[{"type": "item_reference", "id": item}],
+            previous_response_id=first.id,
+            store=True,
+        )
+        try:
+            await server.openai_responses(again)
+        except Exception as exc:
+            return item, exc
+        return item, None
+
+    item, error = asyncio.run(run())
+    assert type(error).__name__ == "DuplicateItem", error
+    assert str(error) == (
+        f"Duplicate item found with id {item}. Remove duplicate items from your input and try "
+        "again."
+    )
+    assert len(prompts) == 1  # the first turn only
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_a_trailing_slash_on_the_apps_response_routes_is_a_404_not_a_redirect(method):
+    """Upstream's app (FastAPI, redirect_slashes on) answered ``/v1/responses/{id}/`` with an
+    empty 307 to ``/v1/responses/{id}``: a client that follows a DELETE deletes ``{id}``."""
+    import httpx
+
+    install()
+    server = openai_server.OpenAIServer(
+        plugin_harness.engine_for(named_output("reasoning_answer"), 20)
+    )
+    server.app.add_api_route("/v1/responses", lambda: {}, methods=["POST"])  # as upstream's
+
+    async def run() -> list:
+        transport = httpx.ASGITransport(app=server.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://standin") as http:
+            first = await server.openai_responses(ResponsesRequest(input="hi", store=True))
+            paths = (f"/v1/responses/{first.id}/", f"/v1/responses/{first.id}%2F", "/v1/responses/")
+            answers = [await http.request(method, path) for path in paths]
+            answers.append((await http.get(f"/v1/responses/{first.id}")).status_code)
+            answers.append((await http.get("/v1/nothing/")).status_code)
+            return answers
+
+    *slashed, still_there, elsewhere = asyncio.run(run())
+    for answer in slashed:
+        assert answer.status_code == 404, (answer.status_code, answer.headers.get("location"))
+        error = answer.json()["error"]
+        assert set(error) == {"message", "type", "param", "code"}
+        assert error["type"] == "invalid_request_error"
+    assert still_there == 200 and elsewhere == 404

@@ -263,3 +263,52 @@ def test_item_references_continue_a_conversation(tree, monkeypatch):
     nameless = plugin["nameless"]
     assert nameless.status_code == 400
     assert nameless.json()["message"] == "An item_reference needs a string `id`; got None."
+
+
+def _slash_and_duplicate_turns(url: str) -> dict:
+    """GET / DELETE of a stored response's path with a trailing slash (not followed), then
+    the response; a turn naming its previous response's output item again."""
+    import httpx
+
+    out: dict = {}
+    with httpx.Client(base_url=url, timeout=120, follow_redirects=False) as http:
+        body = {"model": MODEL, "input": "What is the capital of France?", "store": True}
+        first = http.post("/v1/responses", json=body).json()
+        path = f"/v1/responses/{first['id']}"
+        out["slashed"] = [
+            http.request(method, f"{path}{suffix}")
+            for method in ("GET", "DELETE")
+            for suffix in ("/", "%2F")
+        ] + [http.get("/v1/responses/")]
+        out["still_there"] = http.get(path).status_code
+        again = {
+            **body,
+            "input": [{"type": "item_reference", "id": first["output"][-1]["id"]}],
+            "previous_response_id": first["id"],
+        }
+        out["duplicate"] = http.post("/v1/responses", json=again)
+        out["item"] = first["output"][-1]["id"]
+    return out
+
+
+def test_a_trailing_slash_is_a_404_and_a_duplicate_item_a_400_with_the_store_group(
+    tree, monkeypatch
+):
+    monkeypatch.delenv("TRTLLM_STREAM_FIX_STORE", raising=False)
+    with running_server(tree, plugin=False) as url:
+        upstream = _slash_and_duplicate_turns(url)
+    with running_server(tree, plugin=True) as url:
+        plugin = _slash_and_duplicate_turns(url)
+    # upstream's app redirects a trailing slash (FastAPI's redirect_slashes) to the response
+    assert [a.status_code for a in upstream["slashed"]] == [307] * 5
+    for answer in plugin["slashed"]:
+        assert answer.status_code == 404, (answer.status_code, answer.headers.get("location"))
+        error = answer.json()["error"]
+        assert set(error) == {"message", "type", "param", "code"}
+    assert plugin["still_there"] == 200
+    duplicate = plugin["duplicate"]
+    assert duplicate.status_code == 400, duplicate.text
+    assert duplicate.json()["message"] == (
+        f"Duplicate item found with id {plugin['item']}. Remove duplicate items from your "
+        "input and try again."
+    )

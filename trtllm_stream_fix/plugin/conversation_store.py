@@ -21,7 +21,11 @@ wraps upstream's ``request_preprocess`` (which turns the request's input into th
 each reference is replaced by the stored output item it names before upstream reads the
 input; an unknown id raises
 :class:`~trtllm_stream_fix.store.references.UnknownItemReference`, which upstream's handler
-answers as a 400 with OpenAI's message.
+answers as a 400 with OpenAI's message. So do an input that expands past
+:data:`~trtllm_stream_fix.store.references.DEFAULT_MAX_EXPANDED_BYTES` of JSON
+(``ExpandedInputTooLarge``: a small request naming large stored items; upstream has no bound
+of its own) and an item id the previous response's output already holds, or twice in the
+input (``DuplicateItem``, OpenAI's duplicate-item 400).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..store import ResponseStore, open_store
-from ..store.references import resolve_item_references
+from ..store.references import DEFAULT_MAX_EXPANDED_BYTES, resolve_item_references
 from .marker import is_ours, mark
 from .upstream_names import OPENAI_SERVER, RESPONSES_UTILS
 
@@ -133,13 +137,25 @@ class StoredConversationHistoryStore:
         return _decode(stored) if stored else []
 
 
-async def resolve_request_items(request: Any, conversation_store: Any) -> None:
+async def resolve_request_items(
+    request: Any,
+    conversation_store: Any,
+    prev_response: Any = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,
+) -> None:
     """Replace the ``item_reference`` items of ``request.input`` by the output items the
     plugin's store holds, through the request model's own input validation (as if the client
-    had sent the items); nothing happens with another store or without references."""
+    had sent the items), within ``max_bytes`` of expanded input; an id of
+    ``prev_response``'s output is a duplicate. Nothing happens with another store."""
     if not isinstance(conversation_store, StoredConversationHistoryStore):
         return
-    resolved = await resolve_item_references(conversation_store.store, request.input)
+    resolved = await resolve_item_references(
+        conversation_store.store,
+        request.input,
+        max_bytes=max_bytes,
+        known_ids=_output_ids(prev_response),
+    )
     if resolved is request.input:
         return
     validator = getattr(type(request), "__pydantic_validator__", None)
@@ -149,6 +165,15 @@ async def resolve_request_items(request: Any, conversation_store: Any) -> None:
         validator.validate_assignment(request, "input", resolved)
 
 
+def _output_ids(response: Any) -> set[str]:
+    """The ids of ``response``'s output items (a model or its dump; none for None)."""
+    output = response.get("output") if isinstance(response, Mapping) else None
+    if output is None:
+        output = getattr(response, "output", None) or ()
+    ids = (i.get("id") if isinstance(i, Mapping) else getattr(i, "id", None) for i in output)
+    return {i for i in ids if isinstance(i, str) and i}
+
+
 def request_preprocess(original: Callable[..., Any]) -> Callable[..., Any]:
     """Upstream's ``request_preprocess`` after :func:`resolve_request_items` (same
     parameters, bound by name)."""
@@ -156,7 +181,9 @@ def request_preprocess(original: Callable[..., Any]) -> Callable[..., Any]:
 
     async def request_preprocess(*args: Any, **kwargs: Any) -> Any:
         call = signature.bind(*args, **kwargs).arguments
-        await resolve_request_items(call["request"], call["conversation_store"])
+        await resolve_request_items(
+            call["request"], call["conversation_store"], call.get("prev_response")
+        )
         return await original(*args, **kwargs)
 
     return mark(request_preprocess, original)

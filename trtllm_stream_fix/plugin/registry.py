@@ -627,7 +627,7 @@ PATCHES: tuple[Patch, ...] = (
                     ),
                 ),
                 kind="coroutine",
-                reads=("request", "conversation_store"),
+                reads=("request", "prev_response", "conversation_store"),
                 by_name=True,  # the wrapper binds each call with upstream's signature
             ),
         ),
@@ -641,9 +641,11 @@ PATCHES: tuple[Patch, ...] = (
         how=(
             "Coroutine wrapper (keeps __wrapped__), same parameters: with the plugin's store, "
             "each item_reference of request.input is replaced by the stored output item of "
-            "that id (store.references.resolve_item_references, one items() call; the "
-            "simulated server's resolver), through the request model's input validation; an "
-            "unknown id raises OpenAI's message, which upstream's handler answers as a 400."
+            "that id (store.references.resolve_item_references, the simulated server's "
+            "resolver), through the request model's input validation; an unknown id, an input "
+            "that expands past 1 MiB of JSON (counted as it is expanded: a small request may "
+            "name large stored items) and an id of prev_response's output referenced again "
+            "raise OpenAI's message, which upstream's handler answers as a 400."
         ),
         upstream="none filed; no recorded line mentions item_reference",
         remove_when="upstream resolves item_reference input items from its response store",

@@ -6,10 +6,14 @@ whole conversation up to that response, as Responses input and output items), an
 with each ``item_reference`` replaced by the stored output item it names
 (:func:`~trtllm_stream_fix.store.references.resolve_item_references`). The function calls
 of that conversation are checked as OpenAI checks them: a ``function_call_output`` must
-answer one. A response is stored when it ends (any terminal status) unless its request set
-``store: false``, with the conversation's messages plus its input and output
-(:func:`turn_messages`). The store itself is :mod:`trtllm_stream_fix.store`; its failures
-become OpenAI-shaped errors here (:func:`store_failure`).
+answer one; so are its item ids (no id twice) and its referenced items (the types accepted
+as input). The whole conversation counts against the limits of a direct input: the input as
+its references expand against the body bound, as it is expanded; every item's text, the
+stored history's too, against the character and token bounds (:func:`prompt_text`). A
+response is stored when it ends (any terminal status) unless its request set ``store:
+false``, with the conversation's messages plus its input and output (:func:`turn_messages`).
+The store itself is :mod:`trtllm_stream_fix.store`; its failures become OpenAI-shaped errors
+here (:func:`store_failure`).
 
 :func:`check_tool_messages` applies OpenAI's rule for Chat Completions ``tool`` messages:
 each answers a call of the assistant message with ``tool_calls`` just before it (other
@@ -23,8 +27,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store import ResponseStore, StoreError
-from ..store.references import UnknownItemReference, resolve_item_references
+from ..store.references import (
+    DEFAULT_MAX_EXPANDED_BYTES,
+    DuplicateItem,
+    ExpandedInputTooLarge,
+    UnknownItemReference,
+    resolve_item_references,
+)
 from .errors import RequestError
+from .limits import ServerLimits, check_input_length
+from .protocol import text_pieces
+from .validation import validate_input
 
 Calls = dict[str, str]
 Input = str | list[dict[str, Any]]
@@ -51,20 +64,31 @@ async def load_conversation(
     request_input: Input,
     *,
     store_turn: bool,
+    max_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,
 ) -> Conversation:
     """The conversation a request continues, read from ``store``; :class:`RequestError`:
-    400 for an unknown ``previous_response_id`` or item id, or for a
-    ``function_call_output`` that answers no call, 503 / 500 when the store fails. A request
-    that will store its turn (``store_turn``) and reads nothing checks that the store is up."""
+    400 for an unknown ``previous_response_id`` or item id, for an item id the conversation
+    already holds (OpenAI's duplicate item), for a referenced item of a type the server
+    refuses as input, or for a ``function_call_output`` that answers no call; 413 when the
+    input, its references resolved, is more than ``max_bytes`` of JSON (the body bound:
+    counted as it is expanded); 503 / 500 when the store fails. A request that will store
+    its turn (``store_turn``) and reads nothing checks that the store is up."""
     try:
         history = await previous_messages(store, previous_response_id)
-        resolved = await resolve_item_references(store, request_input)
+        known = {i for m in history if isinstance(i := m.get("id"), str) and i}
+        resolved = await resolve_item_references(
+            store, request_input, max_bytes=max_bytes, known_ids=known
+        )
         if store_turn and previous_response_id is None and resolved is request_input:
             await store.ping()
     except StoreError as exc:
         raise store_failure(exc) from None
-    except UnknownItemReference as exc:
+    except (UnknownItemReference, DuplicateItem) as exc:
         raise RequestError(exc.status, str(exc), param=exc.param) from None
+    except ExpandedInputTooLarge as exc:
+        raise RequestError(413, str(exc), param=exc.param, code=exc.code) from None
+    if resolved is not request_input:
+        validate_input(resolved)  # a stored item is refused as it is refused when sent
     previous = calls_of(history)
     conversation_calls(previous, resolved)
     return Conversation(history, resolved, previous)
@@ -86,6 +110,20 @@ async def previous_messages(
             code="previous_response_not_found",
         )
     return found
+
+
+def prompt_text(instructions: str | None, conversation: Conversation, limits: ServerLimits) -> str:
+    """The text a turn's prompt holds: ``instructions``, the stored conversation and the
+    input, every item kind's text (function call arguments and outputs included). Its
+    length is checked (413 past ``max_input_chars``) before the text is joined."""
+    own = conversation.input
+    parts = [
+        [instructions] if instructions else [],
+        text_pieces(conversation.history),
+        [own] if isinstance(own, str) else text_pieces(own),
+    ]
+    check_input_length(sum(len(piece) for part in parts for piece in part), limits)
+    return "\n".join(filter(None, ("\n".join(part) for part in parts)))
 
 
 def turn_messages(

@@ -81,11 +81,15 @@ def _space_cut(text: str, start: int, end: int) -> int:
 
 def check_input_size(text: str, limits: ServerLimits) -> None:
     """413 when the input text is longer than ``limits.max_input_chars``."""
-    if len(text) > limits.max_input_chars:
+    check_input_length(len(text), limits)
+
+
+def check_input_length(length: int, limits: ServerLimits) -> None:
+    """413 when ``length`` characters of input text are more than ``limits.max_input_chars``."""
+    if length > limits.max_input_chars:
         raise RequestError(
             413,
-            f"input is {len(text)} characters; this server accepts at most "
-            f"{limits.max_input_chars}",
+            f"input is {length} characters; this server accepts at most {limits.max_input_chars}",
             param="input",
             code="input_too_large",
         )

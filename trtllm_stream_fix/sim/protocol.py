@@ -25,6 +25,7 @@ __all__ = [
     "parse_request",
     "select_generation",
     "selection",
+    "text_pieces",
 ]
 
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -214,11 +215,22 @@ def input_text(request_input: str | list[dict[str, Any]]) -> str:
     """The plain text of a request input (used to count prompt tokens)."""
     if isinstance(request_input, str):
         return request_input
+    return "\n".join(text_pieces(request_input))
+
+
+#: The keys of an input item (or chat message) that hold text the prompt renders.
+TEXT_KEYS = ("content", "summary", "arguments", "output")
+
+
+def text_pieces(items: list[dict[str, Any]]) -> list[str]:
+    """The text of ``items``, every kind: message content, reasoning summary and content,
+    function call arguments and function call outputs (strings, or parts' ``text``)."""
     pieces: list[str] = []
-    for item in request_input:
-        content = item.get("content")
-        if isinstance(content, str):
-            pieces.append(content)
-        elif isinstance(content, list):
-            pieces.extend(p.get("text") or "" for p in content if isinstance(p, dict))
-    return "\n".join(pieces)
+    for item in items:
+        for key in TEXT_KEYS:
+            value = item.get(key)
+            if isinstance(value, str):
+                pieces.append(value)
+            elif isinstance(value, list):
+                pieces.extend(p.get("text") or "" for p in value if isinstance(p, dict))
+    return pieces

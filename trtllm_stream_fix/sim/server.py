@@ -40,6 +40,7 @@ from .conversations import (
     Conversation,
     engine_input,
     load_conversation,
+    prompt_text,
     store_failure,
     turn_messages,
 )
@@ -52,7 +53,6 @@ from .protocol import (
     ResponsesRequest,
     echoed_fields,
     error_body,
-    input_text,
     parse_request,
     select_generation,
 )
@@ -327,6 +327,9 @@ def create_app(
         redoc_url=None,
         openapi_url=None,
     )
+    # No 307 to the path without (or with) a trailing slash: ``/v1/responses/{id}/`` (and
+    # ``{id}%2F``) is an unknown route, OpenAI's 404, never the response ``{id}``.
+    app.router.redirect_slashes = False
     _install_error_handlers(app)
     app.state.gauge = gauge
     app.state.limits = limits
@@ -362,8 +365,15 @@ def create_app(
                     400, "fault injection is disabled on this server", param="sim_fault"
                 )
             conversation = await load_conversation(
-                store, body.previous_response_id, body.input, store_turn=body.store
+                store,
+                body.previous_response_id,
+                body.input,
+                store_turn=body.store,
+                max_bytes=limits.max_body_bytes,
             )
+            # Bounded before anything is generated: the whole conversation's text.
+            prompt = prompt_text(body.instructions, conversation, limits)
+            num_prompt_tokens = await prompt_tokens(prompt, encoding, limits)
             generation = select_generation(
                 engine,
                 body,
@@ -374,8 +384,6 @@ def create_app(
                 parallel_tool_calls=body.parallel_tool_calls,
                 reasoning_effort=(body.reasoning or {}).get("effort"),
             )
-            prompt = "\n".join(filter(None, (body.instructions, input_text(conversation.input))))
-            num_prompt_tokens = await prompt_tokens(prompt, encoding, limits)
         except RequestError as exc:
             return _error(exc)
         if body.sim_fault == "http503":
