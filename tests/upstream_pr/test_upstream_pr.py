@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from trtllm_stream_fix.cli import main as cli_main
-from trtllm_stream_fix.upstream_pr import bench, check, convert, describe, edits, layout
+from trtllm_stream_fix.upstream_pr import bench, check, convert, describe, edits, layout, lint
 from trtllm_stream_fix.upstream_pr.changeset import SourceTreeError, build
 from trtllm_stream_fix.upstream_pr.detect import UnknownVersionError, detect
 from trtllm_stream_fix.upstream_pr.lint import Tools, find_tools
@@ -389,7 +389,14 @@ def _response(module, status: str, tools=()):
     from openai.types.responses import ResponseFunctionToolCall
 
     request = module.ResponsesRequest(model="m", tools=list(tools), store=False)
-    sampling = SimpleNamespace(temperature=1.0, top_p=1.0, max_tokens=16, logprobs=0)
+    sampling = SimpleNamespace(
+        temperature=1.0,
+        top_p=1.0,
+        max_tokens=16,
+        logprobs=0,
+        presence_penalty=None,  # upstream's SamplingParams declares both, None by default
+        frequency_penalty=None,
+    )
     call = ResponseFunctionToolCall.model_construct(
         type="function_call",
         id="fc_1",
@@ -434,6 +441,31 @@ def test_the_response_model_gets_every_field_of_openais_response():
     assert incomplete["incomplete_details"] == {"reason": "max_output_tokens"}
     assert _response(module, "failed").model_dump(mode="json")["error"]["code"] == "server_error"
     assert _response(module, "completed").model_dump(mode="json")["error"] is None
+
+
+def _yapf_unclean(old: str, new: str) -> str:
+    """yapf's diff (upstream's pinned version and style) over the lines ``new`` adds to ``old``."""
+    import difflib
+
+    yapf_api = pytest.importorskip("yapf.yapflib.yapf_api")
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), False)
+    ranges = [
+        (j1 + 1, j2)
+        for tag, _, _, j1, j2 in matcher.get_opcodes()
+        if tag in ("replace", "insert") and j2 > j1
+    ]
+    diff, _ = yapf_api.FormatCode(new, style_config=lint.YAPF_STYLE, lines=ranges, print_diff=True)
+    return diff
+
+
+def test_the_protocol_edit_passes_upstreams_yapf():
+    """Every line the openai_protocol.py edit adds is as upstream's yapf would write it."""
+    import importlib.metadata
+
+    pytest.importorskip("yapf")
+    if importlib.metadata.version("yapf") != layout.LINT_PINS["yapf"]:
+        pytest.skip(f"yapf is not upstream's pinned {layout.LINT_PINS['yapf']}")
+    assert _yapf_unclean(PROTOCOL, edits.edit_openai_protocol(PROTOCOL)) == ""
 
 
 def test_the_response_model_dumps_openais_key_names_without_by_alias():

@@ -40,9 +40,11 @@ def _rows(tree: Path, timeout: float) -> list[dict[str, Any]]:
     line = next((x for x in proc.stdout.splitlines() if x.startswith('{"rows"')), None)
     if proc.returncode != 0 or line is None:
         raise RuntimeError(f"benchmark failed on {tree}: {(proc.stderr or proc.stdout)[-500:]}")
-    rows = json.loads(line)["rows"]
+    report = json.loads(line)
+    rows = report["rows"]
     if not any(r["impl"] == "upstream-real" for r in rows):
-        raise RuntimeError(f"benchmark measured no upstream-real row on {tree}")
+        why = report.get("skipped", {}).get("upstream-real", "no reason given")
+        raise RuntimeError(f"benchmark measured no upstream-real row on {tree}: {why}")
     return rows
 
 
