@@ -642,6 +642,48 @@ def test_benchmark_rows_say_whether_they_were_measured_on_the_patched_files():
     assert not check.bench_result({"error": "x"}).ok and check.bench_result(measured).ok
 
 
+def test_a_tree_whose_own_processor_raises_still_has_its_patched_copy_measured(
+    tmp_path, monkeypatch
+):
+    """An assembled tree whose unpatched modules raise on every stream (early-2026's
+    ``responses_utils`` with the shared ``harmony_adapter``): the benchmark has no
+    ``upstream-real`` row there, but the patched copy's is measured and the check runs."""
+    import json as _json
+    import subprocess as _subprocess
+
+    tree, copy = tmp_path / "tree", tmp_path / "copy"
+    why = "ValueError: not enough values to unpack (expected 2, got 0)"
+
+    def fake_run(cmd, *, env, **kwargs):
+        rows = [_bench_row("floor", 2.0, 1.0)]
+        skipped = {"upstream-real": why}
+        if env["TRTLLM_SOURCE_DIR"] == str(copy):
+            rows, skipped = rows + [_bench_row("upstream-real", 1.3, 0.62)], {}
+        out = _json.dumps({"rows": rows, "skipped": skipped})
+        return _subprocess.CompletedProcess(cmd, 0, out + "\n", "")
+
+    monkeypatch.setattr(bench.subprocess, "run", fake_run)
+    measured = bench.measure(tree, copy)
+    assert "error" not in measured, measured
+    assert why in measured["before_error"] and str(tree) in measured["before_error"]
+    result = check.bench_result(measured)
+    assert result.ok and "after: 300+300@20: 1.30 µs/token" in result.detail
+    assert f"before not measured: benchmark measured no upstream-real row on {tree}" in (
+        result.detail
+    )
+    text = describe.benchmark_rows(measured=measured)
+    assert "| 300+300 | 20 | 2.00 | n/a | 1.30 (0.62) |" in text and why in text
+    # the patched copy's row stays required
+    monkeypatch.setattr(
+        bench.subprocess,
+        "run",
+        lambda cmd, **kw: _subprocess.CompletedProcess(
+            cmd, 0, _json.dumps({"rows": [], "skipped": {"upstream-real": why}}) + "\n", ""
+        ),
+    )
+    assert not check.bench_result(bench.measure(tree, copy)).ok
+
+
 @pytest.mark.parametrize("ticket", ["None", "#19223", "TRTLLM-1000", "https://nvbugs/1234567"])
 def test_titles_pass_upstreams_format(ticket):
     assert describe.title(ticket).startswith(f"[{ticket}][fix] ")
