@@ -28,7 +28,7 @@ COMMAND = "python benchmarks/cpu_event_cost.py " + " ".join(ARGS)
 
 def _rows(tree: Path, timeout: float) -> tuple[list[dict[str, Any]], str | None]:
     """The rows measured with ``TRTLLM_SOURCE_DIR`` naming ``tree``, and why the tree's own
-    processor has no row (None: it has one)."""
+    processor has no row (the benchmark's reason; None: it has one)."""
     with tempfile.TemporaryDirectory(prefix="upstream-pr-bench-") as out:
         env = dict(os.environ, TRTLLM_SOURCE_DIR=str(tree))
         proc = subprocess.run(
@@ -47,8 +47,7 @@ def _rows(tree: Path, timeout: float) -> tuple[list[dict[str, Any]], str | None]
     rows = report["rows"]
     if any(r["impl"] == "upstream-real" for r in rows):
         return rows, None
-    why = report.get("skipped", {}).get("upstream-real", "no reason given")
-    return rows, f"benchmark measured no upstream-real row on {tree}: {why}"
+    return rows, report.get("skipped", {}).get("upstream-real", "no reason given")
 
 
 def measure(root: Path, patched: Path, timeout: float = 900) -> dict[str, Any]:
@@ -63,7 +62,7 @@ def measure(root: Path, patched: Path, timeout: float = 900) -> dict[str, Any]:
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         return {"error": str(exc)}
     if after_error:
-        return {"error": after_error}
+        return {"error": f"benchmark measured no upstream-real row on {patched}: {after_error}"}
     measured: dict[str, Any] = {"before": before, "after": after, "command": COMMAND}
     if before_error:
         measured["before_error"] = before_error

@@ -157,7 +157,10 @@ def bench_result(measured: dict[str, Any] | None) -> CheckResult:
     )
     before = measured.get("before_error")
     return CheckResult(
-        name, True, f"after: {detail}" + (f"; before not measured: {before}" if before else "")
+        name,
+        True,
+        f"after: {detail}"
+        + (f"; before not measured: the tree's own processor: {before}" if before else ""),
     )
 
 

@@ -148,7 +148,11 @@ def _measured_rows(measured: dict[str, Any]) -> str:
             f"| {new['us_per_token']:.2f} ({new['ratio_to_floor']:.2f}) |"
         )
     if measured.get("before_error"):
-        lines += ["", f"Before: not measured ({measured['before_error']})."]
+        lines += [
+            "",
+            "Before: not measured, this tree's own `ResponsesStreamingProcessor` could not be "
+            f"timed ({measured['before_error']}).",
+        ]
     lines += [
         "",
         "Measured by `upstream-pr --check` on this tree (before) and on the patched copy "
