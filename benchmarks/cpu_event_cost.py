@@ -561,7 +561,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     log = sys.stderr if args.json else sys.stdout
     if args.json:
-        print(json.dumps({"rows": report["rows"]}))
+        print(json.dumps({"rows": report["rows"], "skipped": skipped}))
     else:
         print(f"Machine: {bench_env(report['machine'])}; median of {runs} runs\n")
         print(table)

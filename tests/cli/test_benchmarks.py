@@ -46,7 +46,8 @@ def test_cpu_event_cost_quick_json_shape(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert list(report) == ["rows"]
+    assert list(report) == ["rows", "skipped"]
+    assert report["skipped"] == {}
     rows = report["rows"]
     seen = {(row["tokens"], row["stream_interval"], row["impl"]) for row in rows}
     for tokens in ("300+300", "1000+1000"):

@@ -23,6 +23,12 @@ REPO = Path(__file__).resolve().parents[2]
 STANDIN = REPO / "tests" / "standin"
 
 
+def _trees() -> list[str]:
+    many = [p for p in os.environ.get("TRTLLM_SOURCE_DIRS", "").split(os.pathsep) if p]
+    one = os.environ.get("TRTLLM_SOURCE_DIR")
+    return many + ([one] if one and one not in many else [])
+
+
 def _doctor(*args: str, standin: Path | None = STANDIN, **env: str) -> subprocess.CompletedProcess:
     """``doctor --selftest ARGS`` in a subprocess, with ``standin`` as TensorRT-LLM (None: none)."""
     environ = {k: v for k, v in os.environ.items() if k not in ("TRTLLM_SOURCE_DIR",)}
@@ -126,6 +132,62 @@ def test_a_refused_optional_group_leaves_the_others_passing_and_exits_zero(tmp_p
     assert "no Responses stream was run" not in out
 
 
+RESPONSES_PATH = ("openai_protocol", "harmony_adapter", "responses_utils", "postprocess_handlers")
+
+
+def _store_not_checked(out: str, where: Path) -> None:
+    line = next(x for x in out.splitlines() if x.startswith("Response store:"))
+    assert line.startswith("Response store: NOT CHECKED ("), out
+    assert f"{where / 'tensorrt_llm' / 'serve' / 'openai_server.py'} is missing" in line
+    assert "NotImplementedError" not in out and "ModuleNotFoundError" not in out
+
+
+def test_an_install_without_openai_server_leaves_the_store_not_checked(tmp_path):
+    """A partial install (no ``serve/openai_server.py``): the store cannot be checked there,
+    the verdict says so and why, and passes on the groups that ran."""
+    standin = tmp_path / "standin"
+    shutil.copytree(STANDIN, standin, ignore=shutil.ignore_patterns("__pycache__"))
+    (standin / "tensorrt_llm" / "serve" / "openai_server.py").unlink()
+    proc = _doctor("--count", "2", standin=standin)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    _store_not_checked(proc.stdout, standin)
+    assert "Responses streaming: PASS" in proc.stdout
+    assert "verdict: PASS; 1 optional group(s) not checked" in proc.stdout
+
+
+@pytest.mark.parametrize("tree", _trees() or [None], ids=lambda t: Path(t).name if t else "none")
+def test_a_source_of_the_responses_path_files_only_leaves_the_store_not_checked(tree, tmp_path):
+    """``--source`` naming a partial checkout: the four Responses-path files of a real tree,
+    no ``openai_server.py``."""
+    if tree is None:
+        pytest.skip("TRTLLM_SOURCE_DIRS / TRTLLM_SOURCE_DIR not set: no real source tree")
+    serve = tmp_path / "tensorrt_llm" / "serve"
+    serve.mkdir(parents=True)
+    for name in RESPONSES_PATH:
+        shutil.copy2(Path(tree, "tensorrt_llm", "serve", f"{name}.py"), serve)
+    proc = _doctor("--source", str(tmp_path), "--count", "4", standin=None)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    _store_not_checked(proc.stdout, tmp_path)
+    assert "Responses streaming: PASS" in proc.stdout and "verdict: PASS" in proc.stdout
+
+
+def test_a_not_checked_optional_group_does_not_fail_but_a_required_one_does():
+    probe = {"ok": True, "not_checked": "why", "summary": [], "first_failure": None}
+    store = {"name": "store", "title": "Response store", "required": False, "when_off": ""}
+    streams = {"name": "responses", "title": "Responses streaming", "required": True}
+    result = {
+        "source": "x",
+        "groups": [
+            dict(streams, state="installed", probe={"ok": True}),
+            dict(store, state="installed", probe=probe),
+        ],
+    }
+    assert passed(result)
+    assert "Response store: NOT CHECKED (why)" in verdict_text(result)
+    result["groups"][0]["probe"] = probe
+    assert not passed(result)
+
+
 def test_an_unreachable_redis_store_fails_the_store_group(tmp_path):
     proc = _doctor("--count", "4", TRTLLM_STREAM_FIX_STORE="redis://127.0.0.1:1/0?timeout=0.5")
     out = proc.stdout
@@ -153,12 +215,6 @@ def test_the_required_group_refused_fails_the_verdict():
     text = verdict_text(refused)
     assert "Responses streaming: REFUSED (why)" in text and "verdict: FAIL" in text
     assert "no Responses stream was run: the streaming group did not install" in text
-
-
-def _trees() -> list[str]:
-    many = [p for p in os.environ.get("TRTLLM_SOURCE_DIRS", "").split(os.pathsep) if p]
-    one = os.environ.get("TRTLLM_SOURCE_DIR")
-    return many + ([one] if one and one not in many else [])
 
 
 @pytest.mark.parametrize("tree", _trees() or [None], ids=lambda t: Path(t).name if t else "none")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from trtllm_stream_fix.cli import main as cli_main
-from trtllm_stream_fix.upstream_pr import bench, check, convert, describe, edits, layout
+from trtllm_stream_fix.upstream_pr import bench, check, convert, describe, edits, layout, lint
 from trtllm_stream_fix.upstream_pr.changeset import SourceTreeError, build
 from trtllm_stream_fix.upstream_pr.detect import UnknownVersionError, detect
 from trtllm_stream_fix.upstream_pr.lint import Tools, find_tools
@@ -389,7 +389,14 @@ def _response(module, status: str, tools=()):
     from openai.types.responses import ResponseFunctionToolCall
 
     request = module.ResponsesRequest(model="m", tools=list(tools), store=False)
-    sampling = SimpleNamespace(temperature=1.0, top_p=1.0, max_tokens=16, logprobs=0)
+    sampling = SimpleNamespace(
+        temperature=1.0,
+        top_p=1.0,
+        max_tokens=16,
+        logprobs=0,
+        presence_penalty=None,  # upstream's SamplingParams declares both, None by default
+        frequency_penalty=None,
+    )
     call = ResponseFunctionToolCall.model_construct(
         type="function_call",
         id="fc_1",
@@ -434,6 +441,31 @@ def test_the_response_model_gets_every_field_of_openais_response():
     assert incomplete["incomplete_details"] == {"reason": "max_output_tokens"}
     assert _response(module, "failed").model_dump(mode="json")["error"]["code"] == "server_error"
     assert _response(module, "completed").model_dump(mode="json")["error"] is None
+
+
+def _yapf_unclean(old: str, new: str) -> str:
+    """yapf's diff (upstream's pinned version and style) over the lines ``new`` adds to ``old``."""
+    import difflib
+
+    yapf_api = pytest.importorskip("yapf.yapflib.yapf_api")
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), False)
+    ranges = [
+        (j1 + 1, j2)
+        for tag, _, _, j1, j2 in matcher.get_opcodes()
+        if tag in ("replace", "insert") and j2 > j1
+    ]
+    diff, _ = yapf_api.FormatCode(new, style_config=lint.YAPF_STYLE, lines=ranges, print_diff=True)
+    return diff
+
+
+def test_the_protocol_edit_passes_upstreams_yapf():
+    """Every line the openai_protocol.py edit adds is as upstream's yapf would write it."""
+    import importlib.metadata
+
+    pytest.importorskip("yapf")
+    if importlib.metadata.version("yapf") != layout.LINT_PINS["yapf"]:
+        pytest.skip(f"yapf is not upstream's pinned {layout.LINT_PINS['yapf']}")
+    assert _yapf_unclean(PROTOCOL, edits.edit_openai_protocol(PROTOCOL)) == ""
 
 
 def test_the_response_model_dumps_openais_key_names_without_by_alias():
@@ -608,6 +640,47 @@ def test_benchmark_rows_say_whether_they_were_measured_on_the_patched_files():
     assert "benchmark failed" in recorded
     assert "Recorded rows" in describe.benchmark_rows()
     assert not check.bench_result({"error": "x"}).ok and check.bench_result(measured).ok
+
+
+def test_a_tree_whose_own_processor_raises_still_has_its_patched_copy_measured(
+    tmp_path, monkeypatch
+):
+    """An assembled tree whose unpatched modules raise on every stream (early-2026's
+    ``responses_utils`` with the shared ``harmony_adapter``): the benchmark has no
+    ``upstream-real`` row there, but the patched copy's is measured and the check runs."""
+    import json as _json
+    import subprocess as _subprocess
+
+    tree, copy = tmp_path / "tree", tmp_path / "copy"
+    why = "ValueError: not enough values to unpack (expected 2, got 0)"
+
+    def fake_run(cmd, *, env, **kwargs):
+        rows = [_bench_row("floor", 2.0, 1.0)]
+        skipped = {"upstream-real": why}
+        if env["TRTLLM_SOURCE_DIR"] == str(copy):
+            rows, skipped = rows + [_bench_row("upstream-real", 1.3, 0.62)], {}
+        out = _json.dumps({"rows": rows, "skipped": skipped})
+        return _subprocess.CompletedProcess(cmd, 0, out + "\n", "")
+
+    monkeypatch.setattr(bench.subprocess, "run", fake_run)
+    measured = bench.measure(tree, copy)
+    assert "error" not in measured, measured
+    assert measured["before_error"] == why
+    result = check.bench_result(measured)
+    assert result.ok and "after: 300+300@20: 1.30 µs/token" in result.detail
+    assert f"before not measured: the tree's own processor: {why}" in result.detail
+    text = describe.benchmark_rows(measured=measured)
+    assert "| 300+300 | 20 | 2.00 | n/a | 1.30 (0.62) |" in text and why in text
+    assert str(tmp_path) not in text  # the description names no local path
+    # the patched copy's row stays required
+    monkeypatch.setattr(
+        bench.subprocess,
+        "run",
+        lambda cmd, **kw: _subprocess.CompletedProcess(
+            cmd, 0, _json.dumps({"rows": [], "skipped": {"upstream-real": why}}) + "\n", ""
+        ),
+    )
+    assert not check.bench_result(bench.measure(tree, copy)).ok
 
 
 @pytest.mark.parametrize("ticket", ["None", "#19223", "TRTLLM-1000", "https://nvbugs/1234567"])

@@ -41,7 +41,9 @@ __all__ = [
 
 Terminal = Literal["completed", "incomplete", "failed"]
 #: Response fields that carry the sampling values in effect (OpenAI sends them as numbers).
-SAMPLING_KEYS = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
+SAMPLING_KEYS = ("temperature", "top_p")
+#: Sampling fields OpenAI's API added later: absent from older streams, numbers when present.
+OPTIONAL_SAMPLING_KEYS = ("presence_penalty", "frequency_penalty")
 
 #: Rules reported as warnings unless passed in ``require``.
 ADVISORY_RULES = frozenset(("arguments-json",))
@@ -55,8 +57,8 @@ RULES: dict[str, str] = {
     "first-event": "§4.3 the first event is response.created",
     "lifecycle": "§4 created, queued?, in_progress? once each and before any item",
     "lifecycle-status": "§4.3 created/in_progress carry status in_progress or queued",
-    "sampling": "§4.3 every Response carries the sampling values in effect as numbers "
-    "(temperature, top_p, presence_penalty, frequency_penalty)",
+    "sampling": "§4.3 every Response carries temperature and top_p as numbers; "
+    "presence_penalty and frequency_penalty, when present, are numbers",
     "response-id": "§4.3 response.id is identical on every lifecycle event",
     "output-index": "§4.4 output_item.added output_index is 0, 1, 2, ... without reuse",
     "interleaved-items": "§4.4 the next item is added only after the previous one is done",
@@ -505,7 +507,9 @@ class ResponsesStreamChecker(FindingsView):
         self.response_id = check_stream_id(
             self.response_id, response.get("id"), "response-id", "response.id", self._violate
         )
-        for key in SAMPLING_KEYS:
+        for key in SAMPLING_KEYS + OPTIONAL_SAMPLING_KEYS:
+            if key not in response and key in OPTIONAL_SAMPLING_KEYS:
+                continue  # OpenAI's API omitted the penalties before 2026
             value = response.get(key)
             if type(value) not in (int, float):
                 self._violate("sampling", f"response.{key} is {_short(value)}, not a number")

@@ -98,10 +98,13 @@ def _probe(path: str, outputs: list[Any]) -> dict[str, Any]:
 
 
 def group_verdict(group: dict[str, Any]) -> str:
-    """PASS, FAIL (first failing stream or error), REFUSED (why), OFF or NOT LOADED."""
+    """PASS, FAIL (first failing stream or error), NOT CHECKED (why the probe cannot run
+    on this tree), REFUSED (why), OFF or NOT LOADED."""
     state = group["state"]
     if state == "installed":
         probe = group.get("probe") or {"ok": True}
+        if probe.get("not_checked"):
+            return f"NOT CHECKED ({probe['not_checked']})"
         return "PASS" if probe["ok"] else f"FAIL ({probe['first_failure']})"
     if state == "refused":
         return f"REFUSED ({group['detail']})"
@@ -112,14 +115,20 @@ def group_verdict(group: dict[str, Any]) -> str:
     return "NOT LOADED (its module was not imported)"
 
 
+def _not_checked(group: dict[str, Any]) -> bool:
+    """An optional group whose probe could not run on this tree (it does not fail)."""
+    return not group["required"] and group_verdict(group).startswith("NOT CHECKED")
+
+
 def passed(result: dict[str, Any]) -> bool:
-    """Every installed group passed and every required group is installed."""
+    """Every installed group passed (an optional one may be not checked) and every required
+    group is installed."""
     groups = result.get("groups") or []
     return (
         "error" not in result
         and bool(groups)
         and all(
-            group_verdict(g) == "PASS"
+            group_verdict(g) == "PASS" or _not_checked(g)
             for g in groups
             if g["required"] or g["state"] in ("installed", "error")
         )
@@ -147,7 +156,10 @@ def verdict_text(result: dict[str, Any]) -> str:
     off = [g for g in groups if not g["required"] and g["state"] in ("refused", "absent")]
     lines += [f"off: {g['title']}: {g['when_off']}" for g in off]
     ok = passed(result)
-    note = f"; {len(off)} optional group(s) off" if off else ""
+    unchecked = [g for g in groups if _not_checked(g)]
+    notes = [f"{len(off)} optional group(s) off"] if off else []
+    notes += [f"{len(unchecked)} optional group(s) not checked"] if unchecked else []
+    note = "".join(f"; {n}" for n in notes)
     lines.append(f"verdict: {'PASS' if ok else 'FAIL'}{note if ok else ''}")
     return "\n".join(lines)
 

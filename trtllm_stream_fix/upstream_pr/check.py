@@ -155,7 +155,13 @@ def bench_result(measured: dict[str, Any] | None) -> CheckResult:
     detail = ", ".join(
         f"{r['tokens']}@{r['stream_interval']}: {r['us_per_token']:.2f} µs/token" for r in after
     )
-    return CheckResult(name, True, f"after: {detail}")
+    before = measured.get("before_error")
+    return CheckResult(
+        name,
+        True,
+        f"after: {detail}"
+        + (f"; before not measured: the tree's own processor: {before}" if before else ""),
+    )
 
 
 def run_lint(change: ChangeSet, copy: Path, tools: lint.Tools) -> list[CheckResult]:

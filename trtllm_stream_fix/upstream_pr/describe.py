@@ -140,13 +140,19 @@ def _measured_rows(measured: dict[str, Any]) -> str:
     ]
     for key, impls in after.items():
         old, new = before.get(key, {}).get("upstream-real"), impls.get("upstream-real")
-        if old is None or new is None or "floor" not in impls:
+        if new is None or "floor" not in impls:
             continue
+        was = "n/a" if old is None else f"{old['us_per_token']:.2f} ({old['ratio_to_floor']:.2f})"
         lines.append(
-            f"| {key[0]} | {key[1]} | {impls['floor']['us_per_token']:.2f} "
-            f"| {old['us_per_token']:.2f} ({old['ratio_to_floor']:.2f}) "
+            f"| {key[0]} | {key[1]} | {impls['floor']['us_per_token']:.2f} | {was} "
             f"| {new['us_per_token']:.2f} ({new['ratio_to_floor']:.2f}) |"
         )
+    if measured.get("before_error"):
+        lines += [
+            "",
+            "Before: not measured, this tree's own `ResponsesStreamingProcessor` could not be "
+            f"timed ({measured['before_error']}).",
+        ]
     lines += [
         "",
         "Measured by `upstream-pr --check` on this tree (before) and on the patched copy "

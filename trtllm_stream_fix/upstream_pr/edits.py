@@ -432,7 +432,8 @@ REQUEST_MODEL = "ResponsesRequest"
 #: What ``ResponsesResponse`` must declare (OpenAI's Response fields upstream's model lacks):
 #: ``name: (annotation, import it needs or None, from_request value or None)``. ``None`` as
 #: the value: the request's field of that name where ``ResponsesRequest`` declares one, else
-#: the default (null).
+#: the default (null). Each value's lines fit upstream's yapf (80 columns at from_request's
+#: 12-column argument indent) as yapf would write them: the edited lines pass its check.
 PROTOCOL_FIELDS: dict[str, tuple[str, tuple[str, str] | None, str | None]] = {
     "completed_at": ("Optional[int]", None, 'int(time.time()) if status == "completed" else None'),
     "error": (
@@ -447,16 +448,8 @@ PROTOCOL_FIELDS: dict[str, tuple[str, tuple[str, str] | None, str | None]] = {
         ("openai.types.responses.response", "IncompleteDetails"),
         '(IncompleteDetails(reason="max_output_tokens")\n if status == "incomplete" else None)',
     ),
-    "frequency_penalty": (
-        "Optional[float]",
-        None,
-        'getattr(sampling_params, "frequency_penalty", None) or 0.0',
-    ),
-    "presence_penalty": (
-        "Optional[float]",
-        None,
-        'getattr(sampling_params, "presence_penalty", None) or 0.0',
-    ),
+    "frequency_penalty": ("Optional[float]", None, "sampling_params.frequency_penalty or 0.0"),
+    "presence_penalty": ("Optional[float]", None, "sampling_params.presence_penalty or 0.0"),
     "prompt_cache_key": ("Optional[str]", None, None),
     "safety_identifier": ("Optional[str]", None, None),
     "store": ("Optional[bool]", None, None),

@@ -2,7 +2,8 @@
 """Stand-in for ``tensorrt_llm.llmapi``: the parameter types the serve modules import.
 
 ``SamplingParams`` keeps the keyword arguments it is given (the Responses code reads
-``temperature``, ``top_p``, ``max_tokens`` and ``logprobs`` back); the rest are plain records.
+``temperature``, ``top_p``, ``max_tokens``, ``logprobs`` and the penalties back, None by
+default as upstream's fields); the rest are plain records.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ class SamplingParams:
         self.top_p: float | None = None
         self.max_tokens: int | None = None
         self.logprobs: int | None = None
+        self.presence_penalty: float | None = None  # upstream's dataclass fields, None unless set
+        self.frequency_penalty: float | None = None
         self.stop_token_ids: list[int] | None = None
         self.include_stop_str_in_output = False
         self.__dict__.update(kwargs)
