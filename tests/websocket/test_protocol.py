@@ -195,3 +195,25 @@ def test_lifetime():
 def test_settings_are_checked(bad):
     with pytest.raises(ValueError):
         WebSocketSettings(**bad)
+
+
+def test_a_conversation_continuing_a_stored_response_keeps_its_id_for_the_store():
+    s = state()
+    run(s, frame(input="second", previous_response_id="resp_stored"), completed("resp_2", []))
+    create = parse_frame(frame(input="third", previous_response_id="resp_2"))
+    s.admit(create)
+    turn = s.begin(create)
+    assert turn.from_cache and turn.body["previous_response_id"] == "resp_stored"
+    assert [i["content"] for i in turn.body["input"]] == ["second", "third"]
+    event = tag_event({"response": {"previous_response_id": "resp_stored"}}, turn)
+    assert event["response"]["previous_response_id"] == "resp_2"  # as the client sent it
+
+
+def test_the_cache_is_bounded_per_connection():
+    s = state(max_cache_bytes=1000)
+    run(s, frame(store=False, input="a" * 400), completed("resp_1", []))
+    assert s.find("resp_1") is not None and s.cached_bytes() > 400
+    run(s, frame(store=False, stream_id="b", input="b" * 700), completed("resp_2", []))
+    assert s.find("resp_2") is None  # would pass the bound: not cached
+    run(s, frame(store=False, previous_response_id="resp_1", input="c" * 700), completed("r", []))
+    assert s.find("resp_1") is None and s.find("r") is None and s.cached_bytes() == 0

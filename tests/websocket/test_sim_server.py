@@ -149,6 +149,33 @@ def test_store_true_falls_back_to_the_response_store(url):
     run(main())
 
 
+def test_a_cached_conversation_keeps_the_stored_history_it_continues():
+    from trtllm_stream_fix.store import MemoryStore
+
+    store = MemoryStore()
+    app = create_app(store=store)
+
+    async def main(url):
+        async with httpx.AsyncClient(base_url=url) as http:
+            first = (
+                await http.post("/v1/responses", json={"model": "gpt-oss-20b", "input": "first"})
+            ).json()
+        async with await WSClient.connect(url) as ws:
+            second = response_of(
+                checked(await ws.turn(input="second", previous_response_id=first["id"]))
+            )
+            third = response_of(
+                checked(await ws.turn(input="third", previous_response_id=second["id"]))
+            )
+            assert third["previous_response_id"] == second["id"]
+        history = await store.history(third["id"])
+        said = [m["content"] for m in history if m.get("role") == "user"]
+        assert said == ["first", "second", "third"]
+
+    with serve_in_thread(app) as url:
+        run(main(url))
+
+
 def test_one_connection_cannot_continue_another_s_store_false_response(url):
     async def main():
         async with await WSClient.connect(url) as a, await WSClient.connect(url) as b:

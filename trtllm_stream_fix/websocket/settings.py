@@ -23,7 +23,10 @@ class WebSocketSettings:
     ``websocket_connection_limit_reached``. ``max_frame_bytes``: the largest client text
     frame (larger: an ``error`` event, the connection kept). ``max_json_depth``: nesting
     bound of a frame's JSON. ``max_connections``: open WebSocket connections per process
-    (:class:`ConnectionGate`; more get 426).
+    (:class:`ConnectionGate`; more get 426). ``max_cache_bytes``: the lanes' cached
+    conversations per connection (about their JSON size); a response that would pass it is
+    not cached (its continuation falls back to the store, or is
+    ``previous_response_not_found`` with ``store: false``).
     """
 
     enabled: bool = True
@@ -34,12 +37,13 @@ class WebSocketSettings:
     max_frame_bytes: int = 1024 * 1024
     max_json_depth: int = 64
     max_connections: int = 100
+    max_cache_bytes: int = 16 * 1024 * 1024
 
     def __post_init__(self) -> None:
         for name in ("max_in_flight", "max_queued", "max_frame_bytes", "max_json_depth"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
-        for name in ("max_lanes", "max_connections"):
+        for name in ("max_lanes", "max_connections", "max_cache_bytes"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         if not self.lifetime_seconds > 0:
