@@ -11,7 +11,12 @@ stream_interval 20, tokens as fast as it makes them). The transports:
 - ``http-redis``: the same with a Redis store (``--store redis://...``; or ``--store redis``
   to start a local redis-server on a free port);
 - ``websocket``: one WebSocket per conversation, ``store: false``, each turn continued from
-  the connection's cache.
+  the connection's cache; the client offers permessage-deflate, as the SDKs' ``websockets``
+  does by default (every frame compressed at both ends);
+- ``websocket-plain``: the same without compression (the client offers none).
+
+Each transport gets a fresh server, warmed up with two short conversations before the timed
+run.
 
 Per turn the client records its end-to-end time (request sent -> terminal event received)
 and the server's added time as the client sees it: request sent -> ``response.created``
@@ -115,14 +120,15 @@ async def http_conversation(client: Any, n: int, turns: int) -> list[TurnRecord]
     return records
 
 
-async def ws_conversation(url: str, n: int, turns: int) -> list[TurnRecord]:
+async def ws_conversation(url: str, n: int, turns: int, deflate: bool) -> list[TurnRecord]:
     from websockets.asyncio.client import connect
 
     from trtllm_stream_fix.testing.ws_client import ws_url
 
     records: list[TurnRecord] = []
     previous = None
-    async with connect(ws_url(url), max_size=None) as ws:
+    compression = "deflate" if deflate else None
+    async with connect(ws_url(url), max_size=None, compression=compression) as ws:
         for turn in range(turns):
             request = {"type": "response.create", **body(n, turn, previous, store=False)}
             events: list[tuple[float, dict[str, Any]]] = []
@@ -140,8 +146,9 @@ async def ws_conversation(url: str, n: int, turns: int) -> list[TurnRecord]:
 
 
 async def run_mode(mode: str, url: str, conversations: int, turns: int) -> list[TurnRecord]:
-    if mode == "websocket":
-        jobs = [ws_conversation(url, n, turns) for n in range(conversations)]
+    if mode.startswith("websocket"):
+        deflate = mode == "websocket"
+        jobs = [ws_conversation(url, n, turns, deflate) for n in range(conversations)]
         return [r for rs in await asyncio.gather(*jobs) for r in rs]
     import httpx
 
@@ -178,6 +185,7 @@ class Row:
     added_p50_ms: float
     added_p99_ms: float
     wall_s: float
+    turns_per_s: float
 
 
 def summarize(
@@ -195,20 +203,21 @@ def summarize(
         round(percentile(added, 50), 2),
         round(percentile(added, 99), 2),
         round(wall, 2),
+        round(len(records) / wall, 1),
     )
 
 
 def markdown(rows: Sequence[Row]) -> str:
     lines = [
         "| transport | conversations x turns | turns checked | end-to-end p50 / p99 (ms) "
-        "| server added p50 / p99 (ms) | wall (s) |",
-        "|---|---|---|---|---|---|",
+        "| server added p50 / p99 (ms) | wall (s) | turns/s |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r.mode} | {r.conversations} x {r.turns} | {r.checked} | "
             f"{r.e2e_p50_ms:.1f} / {r.e2e_p99_ms:.1f} | {r.added_p50_ms:.1f} / "
-            f"{r.added_p99_ms:.1f} | {r.wall_s:.1f} |"
+            f"{r.added_p99_ms:.1f} | {r.wall_s:.1f} | {r.turns_per_s:.0f} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -273,10 +282,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             stores["http-redis"] = stack.enter_context(RedisServer(directory)).url
         elif args.store:
             stores["http-redis"] = args.store
-        stores["websocket"] = "memory"
+        stores["websocket"] = stores["websocket-plain"] = "memory"
         rows, problems = [], []
         for mode, store in stores.items():
             with embedded_server(args.stream_interval, 0.0, "ours", store=store) as (url, _):
+                asyncio.run(run_mode(mode, url, 2, 2))  # warm-up, not timed
                 start = time.perf_counter()
                 records = asyncio.run(run_mode(mode, url, args.conversations, args.turns))
                 wall = time.perf_counter() - start

@@ -518,7 +518,7 @@ def test_agent_loop_quick_checks_every_turn_of_each_transport(tmp_path: Path) ->
     report = json.loads(proc.stdout)
     assert report["problems"] == []
     rows = {row["mode"]: row for row in report["rows"]}
-    assert list(rows) == ["http-memory", "websocket"]
+    assert list(rows) == ["http-memory", "websocket", "websocket-plain"]
     for row in rows.values():
         assert row["checked"] == row["conversations"] * row["turns"] == 12
         assert 0 < row["added_p50_ms"] <= row["e2e_p99_ms"]
