@@ -96,7 +96,10 @@ async def serve_websocket(
         )
         return
     try:
-        await websocket.accept()
+        try:
+            await websocket.accept()
+        except (RuntimeError, OSError):  # the client left during the handshake
+            return
         await _Connection(websocket, run_turn, store, settings).run()
     finally:
         gate.release()
