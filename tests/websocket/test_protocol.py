@@ -217,3 +217,55 @@ def test_the_cache_is_bounded_per_connection():
     assert s.find("resp_2") is None  # would pass the bound: not cached
     run(s, frame(store=False, previous_response_id="resp_1", input="c" * 700), completed("r", []))
     assert s.find("resp_1") is None and s.find("r") is None and s.cached_bytes() == 0
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([None, "a", "b", "c"]),  # lane
+            st.sampled_from([None, 0, 1, 2, "resp_missing"]),  # parent: an earlier turn's id
+            st.booleans(),  # store
+            st.sampled_from(["response.completed", "response.failed", None]),  # how it ends
+            st.integers(0, 300),  # input size
+        ),
+        max_size=40,
+    )
+)
+def test_connection_state_invariants(turns):
+    """Whatever the turns, pending turns balance, the lanes and the cache stay bounded, a
+    store: false continuation never keeps an id the connection does not hold, and the
+    expanded input holds the parent's conversation in order."""
+    s = state(max_lanes=2, max_cache_bytes=2000)
+    ids: list[str] = []
+    for n, (lane, parent, store, end, size) in enumerate(turns):
+        fields = {"input": "x" * size, "store": store}
+        if lane is not None:
+            fields["stream_id"] = lane
+        if isinstance(parent, int) and parent < len(ids):
+            fields["previous_response_id"] = ids[parent]
+        elif parent == "resp_missing":
+            fields["previous_response_id"] = parent
+        create = parse_frame(frame(**fields))
+        try:
+            s.admit(create)
+        except ClientEventError as exc:
+            assert exc.code == "websocket_stream_limit_reached" and lane not in s.named
+            continue
+        cached = s.find(fields.get("previous_response_id", ""))
+        try:
+            turn = s.begin(create)
+        except ClientEventError as exc:
+            assert exc.code == "previous_response_not_found" and not store and cached is None
+            s.end(None, None)
+            continue
+        if cached is not None:
+            parent_entry = cached[1]
+            assert turn.input[: len(parent_entry.input)] == parent_entry.input
+            assert "previous_response_id" not in turn.body or parent_entry.base_id
+        rid = f"resp_{n}"
+        ids.append(rid)
+        terminal = {"type": end, "response": {"id": rid, "output": []}} if end else None
+        s.end(turn, terminal, 10)
+        assert s.pending == 0
+        assert len(s.named) <= 2 and s.cached_bytes() <= 2000
+        assert set(s.cache) <= {None, *s.named}
