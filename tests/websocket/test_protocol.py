@@ -116,6 +116,7 @@ def run(s: ConnectionState, text: str, terminal: dict | None):
     s.admit(create)
     turn = s.begin(create)
     s.end(turn, terminal)
+    s.finish(create)
     return turn
 
 
@@ -143,8 +144,9 @@ def test_cached_continuation_expands_into_the_full_input():
     )
     assert event["response"]["previous_response_id"] == "resp_1"
     s.end(turn, completed("resp_2", []))
+    s.finish(create)
     assert s.cache[None].id == "resp_2" and s.find("resp_1") is None  # the lane's latest only
-    assert s.pending == 0
+    assert s.pending == s.pending_bytes == 0
 
 
 def test_uncached_id_falls_back_to_the_store_only_when_storing():
@@ -179,6 +181,17 @@ def test_lane_and_queue_limits():
     with pytest.raises(ClientEventError) as caught:
         s.admit(parse_frame(frame()))  # the default lane is not counted, the queue is
     assert caught.value.code == "websocket_stream_limit_reached"
+
+
+def test_queued_frames_are_bounded_in_bytes():
+    s = state(max_queued_bytes=1000)
+    big = parse_frame(frame(input="x" * 900))
+    s.admit(big)
+    with pytest.raises(ClientEventError) as caught:
+        s.admit(parse_frame(frame(input="y" * 200)))
+    assert caught.value.code == "websocket_stream_limit_reached"
+    s.finish(big)
+    s.admit(parse_frame(frame(input="z" * 2000)))  # alone, any frame the size limit allows
 
 
 def test_lifetime():
@@ -256,7 +269,7 @@ def test_connection_state_invariants(turns):
             turn = s.begin(create)
         except ClientEventError as exc:
             assert exc.code == "previous_response_not_found" and not store and cached is None
-            s.end(None, None)
+            s.finish(create)
             continue
         if cached is not None:
             parent_entry = cached[1]
@@ -266,6 +279,7 @@ def test_connection_state_invariants(turns):
         ids.append(rid)
         terminal = {"type": end, "response": {"id": rid, "output": []}} if end else None
         s.end(turn, terminal, 10)
-        assert s.pending == 0
+        s.finish(create)
+        assert s.pending == s.pending_bytes == 0
         assert len(s.named) <= 2 and s.cached_bytes() <= 2000
         assert set(s.cache) <= {None, *s.named}

@@ -226,6 +226,7 @@ class ConnectionState:
     cache: dict[Lane, CachedResponse] = field(default_factory=dict)
     named: set[str] = field(default_factory=set)
     pending: int = 0
+    pending_bytes: int = 0
 
     def expired(self, now: float) -> bool:
         return now - self.opened_at >= self.settings.lifetime_seconds
@@ -238,8 +239,9 @@ class ConnectionState:
         )
 
     def admit(self, create: ResponseCreate) -> None:
-        """Count ``create`` in (its lane opened): ``websocket_stream_limit_reached`` past
-        ``max_lanes`` named lanes or ``max_queued`` unfinished turns."""
+        """Count ``create`` in (its lane opened) until :meth:`finish`:
+        ``websocket_stream_limit_reached`` past ``max_lanes`` named lanes, ``max_queued``
+        unfinished turns or ``max_queued_bytes`` of their frames."""
         lane = create.stream_id
         if lane is not None and lane not in self.named:
             if len(self.named) >= self.settings.max_lanes:
@@ -250,10 +252,16 @@ class ConnectionState:
                     "websocket_stream_limit_reached",
                     lane,
                 )
-        if self.pending >= self.settings.max_queued:
+        full = self.pending_bytes + create.size > self.settings.max_queued_bytes
+        if self.pending >= self.settings.max_queued or (self.pending and full):
+            limit = (
+                f"{self.settings.max_queued} responses"
+                if self.pending >= self.settings.max_queued
+                else f"{self.settings.max_queued_bytes} bytes of requests"
+            )
             raise _invalid(
-                f"Too many responses queued on this connection (at most "
-                f"{self.settings.max_queued}); wait for one to finish.",
+                f"Too many responses queued on this connection (at most {limit}); "
+                "wait for one to finish.",
                 None,
                 "websocket_stream_limit_reached",
                 lane,
@@ -261,6 +269,12 @@ class ConnectionState:
         if lane is not None:
             self.named.add(lane)
         self.pending += 1
+        self.pending_bytes += create.size
+
+    def finish(self, create: ResponseCreate) -> None:
+        """An admitted ``create`` is done (answered, refused or cut)."""
+        self.pending -= 1
+        self.pending_bytes -= create.size
 
     def find(self, response_id: str) -> tuple[Lane, CachedResponse] | None:
         for lane, cached in self.cache.items():
@@ -307,17 +321,12 @@ class ConnectionState:
             create, body, full, parent_id, lane, from_cache=True, size=size, base_id=cached.base_id
         )
 
-    def end(
-        self, turn: Turn | None, terminal: Mapping[str, Any] | None, terminal_size: int = 0
-    ) -> None:
-        """A turn ended: with its terminal event (``terminal``, about ``terminal_size`` bytes
-        of JSON), or refused / failed / cut (None). A completed or incomplete response
-        becomes its lane's latest (unless the connection's cache would pass
+    def end(self, turn: Turn, terminal: Mapping[str, Any] | None, terminal_size: int = 0) -> None:
+        """A started turn ended: with its terminal event (``terminal``, about
+        ``terminal_size`` bytes of JSON), or failed / cut (None). A completed or incomplete
+        response becomes its lane's latest (unless the connection's cache would pass
         ``max_cache_bytes``: then the lane keeps nothing); a failed same-lane continuation
         evicts its parent."""
-        self.pending -= 1
-        if turn is None:
-            return
         kind = terminal.get("type") if terminal is not None else None
         if terminal is None or kind not in CACHED_TYPES:
             self.evict_parent(turn)

@@ -246,7 +246,9 @@ class _Connection:
                 )
             )
         finally:
-            self.state.end(turn, terminal, size)
+            if turn is not None:
+                self.state.end(turn, terminal, size)
+            self.state.finish(create)
             if self.state.pending == 0:
                 self.idle.set()
 
