@@ -137,3 +137,29 @@ def test_fifo_within_a_lane_and_the_in_flight_cap_across_lanes():
         await task
 
     asyncio.run(main())
+
+
+def test_refusals_are_426_with_an_openai_body_or_a_close_without_the_extension():
+    from trtllm_stream_fix.websocket import upgrade_refused_response
+
+    response = upgrade_refused_response("WebSocket mode is disabled on this server.")
+    assert response.status_code == 426
+    error = json.loads(response.body)["error"]
+    assert (error["type"], error["code"]) == ("invalid_request_error", "websocket_not_supported")
+
+    class NoExtension(FakeSocket):
+        async def close(self, code: int = 1000, reason: str | None = None) -> None:
+            self.closed = (code, reason)
+
+    async def main() -> None:
+        socket = NoExtension()
+        await serve_websocket(
+            socket,  # type: ignore[arg-type]
+            Runner(),
+            store=None,
+            settings=WebSocketSettings(enabled=False),
+            gate=ConnectionGate(1),
+        )
+        assert socket.closed[0] == 1008 and "disabled" in socket.closed[1]
+
+    asyncio.run(main())

@@ -94,6 +94,26 @@ def test_conformance_behaviours_at_intervals_1_and_20(servers):
                 same_for_clients(t1, t20)
 
 
+def test_a_turn_carries_the_same_events_as_the_sse_stream(url):
+    from trtllm_stream_fix.checker.sse_reader import parse_sse
+
+    body = {
+        "model": "gpt-oss-20b",
+        "input": "What is the weather in Paris?",
+        "tools": [WEATHER],
+        "seed": 5,
+        "store": False,
+    }
+    with httpx.stream("POST", f"{url}/v1/responses", json={**body, "stream": True}) as response:
+        sse = [json.loads(e.data) for e in parse_sse(response.read())[0]]
+
+    async def main():
+        async with await WSClient.connect(url) as ws:
+            return await ws.turn(**body)
+
+    same_for_clients(run(main()), checked(sse))
+
+
 async def tool_loop(url: str, turns: int = 4) -> list[list[dict]]:
     """A store: false tool loop: each turn sends only the call's output."""
     out = []
