@@ -1,0 +1,293 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Compaction on the simulated server: ``POST /v1/responses/compact`` and the create hooks.
+
+:class:`SimCompaction` serves the endpoint and gives ``POST /v1/responses`` its compaction
+steps: :meth:`~SimCompaction.plan` (expand ``compaction`` input items, take a final
+``compaction_trigger`` off, read ``context_management``), :meth:`~SimCompaction.trigger_chunks`
+/ :meth:`~SimCompaction.trigger_body` (a trigger turn) and :meth:`~SimCompaction.manage` (a
+turn whose rendered input passes ``compact_threshold``). The summary is written by the
+simulated engine (``sim_model``), streamed as any turn's tokens.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..core.context import ResponseContext
+from ..core.sse import format_sse, model_to_json
+from ..defaults import random_id
+from ..sim.conversations import Conversation, calls_of, previous_messages
+from ..sim.engine import Generation, SimulatedEngine
+from ..sim.errors import RequestError
+from ..sim.protocol import decode_body
+from ..sim.validation import validate_input
+from ..store import ResponseStore, StoreError
+from .blob import BlobCodec, load_key
+from .compactor import Compaction, Compactor
+from .errors import CompactionError
+from .prompt import RenderedPrompt
+from .sim_model import summary_output
+from .stream import CompactedTurnStream, TriggerStream
+from .window import TRIGGER, Item, as_items, expand, split_trigger
+
+#: OpenAI's smallest ``compact_threshold``.
+MIN_COMPACT_THRESHOLD = 1000
+Put = Callable[[str, Conversation], Awaitable[None]]
+
+
+class CompactRequest(BaseModel):
+    """``POST /v1/responses/compact``: ``model`` required; other OpenAI fields accepted."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    model: str = Field(min_length=1)
+    input: str | list[dict[str, Any]] | None = None
+    previous_response_id: str | None = None
+    instructions: str | None = None
+    prompt_cache_key: str | None = None
+
+
+@dataclass(frozen=True)
+class CreatePlan:
+    """What compaction changes about a create: its input (compaction items expanded, the
+    trigger taken off), whether it is a trigger turn, and its ``compact_threshold``."""
+
+    input: str | list[Item]
+    trigger: bool
+    threshold: int | None
+
+
+@dataclass(frozen=True)
+class Managed:
+    """A turn after ``context_management``: the conversation to store, what the model
+    reads, and the compaction done (None: the input stayed under the threshold)."""
+
+    conversation: Conversation
+    model_input: str | list[Item]
+    compaction: Compaction | None
+
+    def wrap(self, machine: Any) -> Any:
+        """The turn's event machine, with the compaction item first when there is one."""
+        if self.compaction is None:
+            return machine
+        return CompactedTurnStream(machine, self.compaction.item, self.compaction.usage)
+
+    def response(self, response: Any) -> Any:
+        """A non-streaming Response, with the compaction item first when there is one."""
+        return self.wrap(None).response(response) if self.compaction is not None else response
+
+
+def _request_error(exc: CompactionError) -> RequestError:
+    type_ = "server_error" if exc.status >= 500 else "invalid_request_error"
+    return RequestError(exc.status, str(exc), param=exc.param, code=exc.code, type_=type_)
+
+
+def thresholds(value: Any) -> int | None:
+    """The ``compact_threshold`` of a ``context_management`` value (None: no compaction);
+    a 400 naming the entry for anything else."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise RequestError(400, "context_management must be a list", param="context_management")
+    found: int | None = None
+    for k, entry in enumerate(value):
+        where = f"context_management[{k}]"
+        if not isinstance(entry, dict) or entry.get("type") != "compaction":
+            raise RequestError(
+                400,
+                f"{where}.type must be 'compaction'",
+                param=f"{where}.type",
+                code="invalid_value",
+            )
+        threshold = entry.get("compact_threshold")
+        if (
+            not isinstance(threshold, int)
+            or isinstance(threshold, bool)
+            or threshold < MIN_COMPACT_THRESHOLD
+        ):
+            raise RequestError(
+                400,
+                f"{where}.compact_threshold must be an integer of at least {MIN_COMPACT_THRESHOLD}",
+                param=f"{where}.compact_threshold",
+                code="invalid_value",
+            )
+        found = threshold if found is None else min(found, threshold)
+    return found
+
+
+class SimCompaction:
+    """Compaction for one simulated server (its engine, encoding and store)."""
+
+    def __init__(
+        self,
+        engine: SimulatedEngine,
+        encoding: Any,
+        store: ResponseStore,
+        models: tuple[str, ...],
+        put: Put,
+        key: bytes | None = None,
+    ) -> None:
+        self.engine = engine
+        self.store = store
+        self.models = models
+        self.put = put
+        self.codec = BlobCodec(key if key is not None else load_key())
+        self.compactor = Compactor(self.codec, encoding, self._generate)
+
+    async def _generate(self, prompt: RenderedPrompt) -> AsyncIterator[Any]:
+        output = summary_output(prompt.messages)
+        async for response in self.engine.stream(Generation(output, output.seed)):
+            yield response
+
+    # -- POST /v1/responses/compact ------------------------------------------------------
+
+    async def compact_endpoint(self, raw: bytes, max_depth: int) -> Response:
+        """The answer to a ``POST /v1/responses/compact`` body."""
+        try:
+            body = decode_body(raw, CompactRequest, max_depth=max_depth)
+            if body.model not in self.models:
+                raise RequestError(
+                    404, f"model {body.model!r} not found", param="model", code="model_not_found"
+                )
+            if body.input is None and body.previous_response_id is None:
+                raise RequestError(
+                    400, "nothing to compact: give input or previous_response_id", param="input"
+                )
+            request_input = body.input if body.input is not None else []
+            validate_input(request_input)
+            if not isinstance(request_input, str):
+                for k, item in enumerate(request_input):
+                    if item.get("type") == TRIGGER:
+                        raise RequestError(
+                            400,
+                            "compaction_trigger is for POST /v1/responses",
+                            param=f"input[{k}].type",
+                        )
+            items = await self.conversation_items(body.previous_response_id, request_input)
+            compaction = await self._compact(body.model, items, body.instructions)
+        except RequestError as exc:
+            return JSONResponse(exc.body, status_code=exc.status)
+        body_out = {
+            "id": random_id("resp"),
+            "object": "response.compaction",
+            "created_at": int(time.time()),
+            "output": compaction.window,
+            "usage": compaction.usage.model_dump(mode="json"),
+        }
+        return JSONResponse(body_out)
+
+    async def conversation_items(
+        self, previous_response_id: str | None, request_input: Any
+    ) -> list[Item]:
+        """The stored conversation before ``previous_response_id`` and ``request_input``,
+        compaction items expanded."""
+        try:
+            history = await previous_messages(self.store, previous_response_id)
+        except StoreError as exc:
+            raise RequestError(exc.status, str(exc), type_="server_error", code=exc.code) from None
+        return [*self.expand_history(history), *as_items(self.expand(request_input))]
+
+    def expand(self, request_input: Any) -> Any:
+        try:
+            return expand(request_input, self.codec)
+        except CompactionError as exc:
+            raise _request_error(exc) from None
+
+    def expand_history(self, history: Sequence[Mapping[str, Any]]) -> list[Item]:
+        try:
+            return expand(history, self.codec)  # type: ignore[return-value]
+        except CompactionError:
+            raise RequestError(
+                400,
+                "the stored conversation holds a compaction item this server cannot open "
+                "(its key changed)",
+                param="previous_response_id",
+                code="invalid_encrypted_content",
+            ) from None
+
+    async def _compact(
+        self, model: str, items: Sequence[Item], instructions: str | None
+    ) -> Compaction:
+        try:
+            return await self.compactor.compact(model, items, instructions)
+        except CompactionError as exc:
+            raise _request_error(exc) from None
+
+    # -- POST /v1/responses ----------------------------------------------------------------
+
+    def plan(self, body: Any) -> CreatePlan:
+        """The compaction plan of a create request (400s naming the field)."""
+        try:
+            request_input, trigger = split_trigger(body.input)
+        except CompactionError as exc:
+            raise _request_error(exc) from None
+        threshold = thresholds((body.model_extra or {}).get("context_management"))
+        return CreatePlan(self.expand(request_input), trigger, threshold)
+
+    async def manage(self, body: Any, conversation: Conversation, plan: CreatePlan) -> Managed:
+        """Compact first when the turn's rendered input passes ``plan.threshold``."""
+        if plan.threshold is None:
+            return Managed(conversation, conversation.input, None)
+        items = [*self.expand_history(conversation.history), *as_items(conversation.input)]
+        try:
+            tokens = await self.compactor.prompt_tokens(items, body.instructions)
+        except CompactionError as exc:
+            raise _request_error(exc) from None
+        if tokens <= plan.threshold:
+            return Managed(conversation, conversation.input, None)
+        compaction = await self._compact(body.model, items, body.instructions)
+        kept = Conversation([], compaction.window[:-1], calls_of(compaction.window))
+        model_input = expand(compaction.window, self.codec)
+        return Managed(kept, model_input, compaction)
+
+    async def trigger_items(self, conversation: Conversation) -> list[Item]:
+        return [*self.expand_history(conversation.history), *as_items(conversation.input)]
+
+    async def trigger_chunks(
+        self, body: Any, context: ResponseContext, conversation: Conversation
+    ) -> AsyncIterator[str]:
+        """The SSE chunks of a trigger turn (stored, unless ``store: false``)."""
+        stream = TriggerStream(context, random_id("cmp"))
+        yield "".join(format_sse(e) for e in stream.start())
+        try:
+            items = await self.trigger_items(conversation)
+            async for step in self.compactor.steps(body.model, items, body.instructions):
+                if isinstance(step, Compaction):
+                    events = stream.finish(_with_id(step.item, stream.item_id), step.usage)
+                    if body.store:
+                        await self.put(model_to_json(stream.final_response), _window_turn(step))
+                else:
+                    events = [stream.compacting()]
+                yield "".join(format_sse(e) for e in events)
+        except (CompactionError, RequestError, StoreError) as exc:
+            code = getattr(exc, "code", None) or "server_error"
+            yield "".join(format_sse(e) for e in stream.fail(str(exc), code))
+
+    async def trigger_body(
+        self, body: Any, context: ResponseContext, conversation: Conversation
+    ) -> str:
+        """The JSON Response of a non-streaming trigger turn."""
+        items = await self.trigger_items(conversation)
+        compaction = await self._compact(body.model, items, body.instructions)
+        stream = TriggerStream(context, compaction.item["id"])
+        stream.start()
+        stream.finish(compaction.item, compaction.usage)
+        text = model_to_json(stream.final_response)
+        if body.store:
+            await self.put(text, _window_turn(compaction))
+        return text
+
+
+def _with_id(item: Item, item_id: str) -> Item:
+    return {**item, "id": item_id}
+
+
+def _window_turn(compaction: Compaction) -> Conversation:
+    """What a trigger turn stores: the window's user messages (its output is the item)."""
+    return Conversation([], compaction.window[:-1], {})
