@@ -8,10 +8,14 @@ from cryptography.fernet import Fernet
 
 from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
 
-KEY = Fernet.generate_key()
+
+@pytest.fixture(scope="session")
+def key() -> bytes:
+    """The server's compaction key (tests open its blobs with it)."""
+    return Fernet.generate_key()
 
 
 @pytest.fixture(scope="module")
-def base_url():
-    with serve_in_thread(create_app(EngineConfig(stream_interval=20), compaction_key=KEY)) as url:
+def base_url(key):
+    with serve_in_thread(create_app(EngineConfig(stream_interval=20), compaction_key=key)) as url:
         yield url
