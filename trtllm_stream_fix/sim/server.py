@@ -23,7 +23,6 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
-from ..compaction.sim_routes import SimCompaction
 from ..core import events as ev
 from ..core.config import StreamConfig
 from ..core.context import ResponseContext
@@ -327,6 +326,8 @@ def create_app(
     gauge = StreamGauge()
     store = store if store is not None else MemoryStore()
     started = int(time.time())
+    from ..compaction.sim_routes import SimCompaction  # it imports this package
+
     compaction = SimCompaction(
         engine,
         encoding,
