@@ -135,3 +135,39 @@ def test_unknown_model_and_empty_request(base_url):
         timeout=30,
     )
     assert trigger.status_code == 400 and trigger.json()["error"]["param"] == "input[0].type"
+
+
+@pytest.fixture(scope="module")
+def small_window_url(key):
+    from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
+    from trtllm_stream_fix.sim.limits import ServerLimits
+
+    app = create_app(EngineConfig(), limits=ServerLimits(max_input_tokens=300), compaction_key=key)
+    with serve_in_thread(app) as url:
+        yield url
+
+
+LONG = [{"role": "user", "content": f"Request {n}: check the logs of host {n}."} for n in range(40)]
+
+
+def test_a_conversation_past_the_context_window_is_a_400(small_window_url):
+    answer = httpx.post(
+        f"{small_window_url}/v1/responses/compact",
+        json={"model": MODEL, "input": LONG},
+        timeout=30,
+    )
+    assert answer.status_code == 400
+    assert answer.json()["error"]["code"] == "context_length_exceeded"
+
+
+def test_a_trigger_that_cannot_compact_fails_the_stream_cleanly(small_window_url):
+    async def run():
+        async with httpx.AsyncClient(timeout=30) as http:
+            body = {"model": MODEL, "input": [*LONG[:12], {"type": "compaction_trigger"}]}
+            return await stream_responses(
+                http, f"{small_window_url}/v1/responses", body, allow_failed=True
+            )
+
+    record = asyncio.run(run())
+    assert record.terminal == "failed" and record.violations == []
+    assert "context_length_exceeded" in record.events[-2]["data"]

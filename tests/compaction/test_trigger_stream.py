@@ -40,10 +40,13 @@ def test_trigger_streams_exactly_one_compaction_item_that_the_strict_checker_pas
     assert record.ok, record.violations
     assert record.warnings == []
     assert [i["type"] for i in record.items] == ["compaction"]
-    types = [e["event"] for e in record.events]
-    assert types[:3] == ["response.created", "response.in_progress", "response.output_item.added"]
-    assert types[-2:] == ["response.output_item.done", "response.completed"]
-    assert set(types[3:-2]) <= {"response.compaction.compacting"}
+    assert [e["event"] for e in record.events] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.completed",
+    ]
 
 
 def test_trigger_stream_completes_in_the_sdk_accumulator(base_url):

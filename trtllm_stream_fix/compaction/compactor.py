@@ -59,11 +59,15 @@ class Compactor:
         encoding: Any,
         generate: Generate,
         new_id: Callable[[str], str] = random_id,
+        max_prompt_tokens: int | None = None,
     ) -> None:
         self.codec = codec
         self.encoding = encoding
         self.generate = generate
         self.new_id = new_id
+        #: The context window: a longer compaction prompt is OpenAI's 400
+        #: ``context_length_exceeded`` (None: unbounded).
+        self.max_prompt_tokens = max_prompt_tokens
 
     async def prompt_tokens(
         self, items: Sequence[Mapping[str, Any]], instructions: str | None
@@ -78,6 +82,14 @@ class Compactor:
         """The token count of each engine step of the summary, then the :class:`Compaction`
         of ``items`` (compaction items already expanded)."""
         prompt = await self._render(compaction_prompt, items, instructions)
+        limit = self.max_prompt_tokens
+        if limit is not None and len(prompt.tokens) > limit:
+            raise CompactionError(
+                f"the compaction prompt has {len(prompt.tokens)} tokens, more than the "
+                f"context window ({limit}): compact earlier",
+                param="input",
+                code="context_length_exceeded",
+            )
         tokens: list[int] = []
         finish_reason: str | None = None
         async for step in self.generate(prompt):

@@ -11,6 +11,7 @@ simulated engine (``sim_model``), streamed as any turn's tokens.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from .sim_model import summary_output
 from .stream import CompactedTurnStream, TriggerStream
 from .window import TRIGGER, Item, as_items, expand, split_trigger
 
+logger = logging.getLogger(__name__)
 #: OpenAI's smallest ``compact_threshold``.
 MIN_COMPACT_THRESHOLD = 1000
 Put = Callable[[str, Conversation], Awaitable[None]]
@@ -132,13 +134,16 @@ class SimCompaction:
         models: tuple[str, ...],
         put: Put,
         key: bytes | None = None,
+        max_prompt_tokens: int | None = None,
     ) -> None:
         self.engine = engine
         self.store = store
         self.models = models
         self.put = put
         self.codec = BlobCodec(key if key is not None else load_key())
-        self.compactor = Compactor(self.codec, encoding, self._generate)
+        self.compactor = Compactor(
+            self.codec, encoding, self._generate, max_prompt_tokens=max_prompt_tokens
+        )
 
     async def _generate(self, prompt: RenderedPrompt) -> AsyncIterator[Any]:
         output = summary_output(prompt.messages)
@@ -253,21 +258,28 @@ class SimCompaction:
         self, body: Any, context: ResponseContext, conversation: Conversation
     ) -> AsyncIterator[str]:
         """The SSE chunks of a trigger turn (stored, unless ``store: false``)."""
-        stream = TriggerStream(context, random_id("cmp"))
+        stream = TriggerStream(context)
         yield "".join(format_sse(e) for e in stream.start())
         try:
             items = await self.trigger_items(conversation)
-            async for step in self.compactor.steps(body.model, items, body.instructions):
-                if isinstance(step, Compaction):
-                    events = stream.finish(_with_id(step.item, stream.item_id), step.usage)
-                    if body.store:
-                        await self.put(model_to_json(stream.final_response), _window_turn(step))
-                else:
-                    events = [stream.compacting()]
-                yield "".join(format_sse(e) for e in events)
+            compaction = await self.compactor.compact(body.model, items, body.instructions)
+            seq = stream.seq
+            events = stream.finish(compaction.item, compaction.usage)
+            if body.store:
+                try:
+                    await self.put(model_to_json(stream.final_response), _window_turn(compaction))
+                except StoreError as exc:  # nothing of the item was sent: fail without it
+                    stream.seq = seq
+                    events = stream.fail(str(exc), exc.code)
+            yield "".join(format_sse(e) for e in events)
         except (CompactionError, RequestError, StoreError) as exc:
-            code = getattr(exc, "code", None) or "server_error"
+            code = exc.body["error"]["code"] if isinstance(exc, RequestError) else exc.code
+            code = code or "server_error"
             yield "".join(format_sse(e) for e in stream.fail(str(exc), code))
+        except Exception as exc:  # the stream still ends with error + response.failed
+            logger.exception("compaction of response %s failed", context.response_id)
+            message = f"compaction failed: {type(exc).__name__}"
+            yield "".join(format_sse(e) for e in stream.fail(message, "server_error"))
 
     async def trigger_body(
         self, body: Any, context: ResponseContext, conversation: Conversation
@@ -275,17 +287,13 @@ class SimCompaction:
         """The JSON Response of a non-streaming trigger turn."""
         items = await self.trigger_items(conversation)
         compaction = await self._compact(body.model, items, body.instructions)
-        stream = TriggerStream(context, compaction.item["id"])
+        stream = TriggerStream(context)
         stream.start()
         stream.finish(compaction.item, compaction.usage)
         text = model_to_json(stream.final_response)
         if body.store:
             await self.put(text, _window_turn(compaction))
         return text
-
-
-def _with_id(item: Item, item_id: str) -> Item:
-    return {**item, "id": item_id}
 
 
 def _window_turn(compaction: Compaction) -> Conversation:

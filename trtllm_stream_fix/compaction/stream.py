@@ -4,9 +4,13 @@
 A ``compaction_trigger`` turn streams exactly one item (:class:`TriggerStream`)::
 
     response.created response.in_progress
-    output_item.added (compaction, encrypted_content "")
-    response.compaction.compacting*      (one per engine response of the summary)
-    output_item.done (compaction, the sealed blob) response.completed
+    output_item.added output_item.done (the compaction item, its sealed blob in both)
+    response.completed
+
+The item opens only once its blob is sealed: an item of this type has no ``incomplete``
+form, so a compaction that fails (prompt past the context window, no summary written) ends
+with ``error`` + ``response.failed`` and no item, never an item left open or an empty blob.
+``response.compaction.compacting`` is therefore not sent.
 
 A ``context_management`` turn that compacts puts the item first (:class:`CompactedTurnStream`
 around the turn's event machine): added and done right after ``response.in_progress``, every
@@ -25,9 +29,6 @@ from openai.types.responses import (
     ResponseOutputItemDoneEvent,
     ResponseUsage,
 )
-from openai.types.responses.response_compaction_compacting_event import (
-    ResponseCompactionCompactingEvent,
-)
 
 from ..core import events as ev
 from ..core.context import ResponseContext
@@ -35,19 +36,17 @@ from ..core.response import build_response, typed_tools, usage
 from .window import Item
 
 
-def compaction_model(item: Item, *, sealed: bool = True) -> ResponseCompactionItem:
-    """The ``openai`` model of a compaction item (``sealed=False``: its blob not yet known)."""
+def compaction_model(item: Item) -> ResponseCompactionItem:
+    """The ``openai`` model of a compaction item."""
     return ResponseCompactionItem.model_construct(
-        id=item["id"],
-        type="compaction",
-        encrypted_content=item["encrypted_content"] if sealed else "",
+        id=item["id"], type="compaction", encrypted_content=item["encrypted_content"]
     )
 
 
 def added(item: Item, output_index: int, seq: int) -> ResponseOutputItemAddedEvent:
     return ResponseOutputItemAddedEvent.model_construct(
         type="response.output_item.added",
-        item=compaction_model(item, sealed=False),
+        item=compaction_model(item),
         output_index=output_index,
         sequence_number=seq,
     )
@@ -77,9 +76,8 @@ def added_usage(first: ResponseUsage | None, second: ResponseUsage) -> ResponseU
 class TriggerStream:
     """The events of a ``compaction_trigger`` turn, built as its compaction proceeds."""
 
-    def __init__(self, context: ResponseContext, item_id: str) -> None:
+    def __init__(self, context: ResponseContext) -> None:
         self.context = context
-        self.item_id = item_id
         self.seq = 0
         self.final_response: Response | None = None
 
@@ -93,30 +91,20 @@ class TriggerStream:
         )
 
     def start(self) -> list[Any]:
-        """``response.created``, ``response.in_progress`` and the item's ``added``."""
+        """``response.created`` and ``response.in_progress``."""
         snapshot = self._response("in_progress")
-        pending = {"id": self.item_id, "encrypted_content": ""}
         return [
             ev.lifecycle("response.created", snapshot, self._next()),
             ev.lifecycle("response.in_progress", snapshot, self._next()),
-            added(pending, 0, self._next()),
         ]
 
-    def compacting(self) -> Any:
-        """``response.compaction.compacting``: summary tokens were sampled."""
-        return ResponseCompactionCompactingEvent.model_construct(
-            type="response.compaction.compacting",
-            item_id=self.item_id,
-            output_index=0,
-            sequence_number=self._next(),
-        )
-
     def finish(self, item: Item, usage_: ResponseUsage) -> list[Any]:
-        """The item's ``done`` and ``response.completed``."""
+        """The sealed item's ``added`` and ``done``, and ``response.completed``."""
         response = self._response("completed", usage_=usage_)
         response = response.model_copy(update={"output": [compaction_model(item)]})
         self.final_response = response
         return [
+            added(item, 0, self._next()),
             done(item, 0, self._next()),
             ev.lifecycle("response.completed", response, self._next()),
         ]

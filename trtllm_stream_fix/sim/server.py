@@ -335,6 +335,7 @@ def create_app(
         models,
         put=lambda text, conversation: _put(store, text, conversation),
         key=compaction_key,
+        max_prompt_tokens=limits.max_input_tokens,
     )
 
     app = DirectRoutesApp(
