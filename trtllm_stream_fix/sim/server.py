@@ -56,6 +56,7 @@ from .protocol import (
     select_generation,
 )
 from .sse_response import EventStreamResponse
+from .websocket_route import WebSocketSettings, add_websocket_route
 
 logger = logging.getLogger(__name__)
 #: Connection events (a client that left) go where uvicorn logs its own, at ``--log-level``.
@@ -302,12 +303,14 @@ def create_app(
     models: tuple[str, ...] = DEFAULT_MODELS,
     store: ResponseStore | None = None,
     compaction_key: bytes | None = None,
+    websocket: WebSocketSettings | None = None,
 ) -> FastAPI:
     """The local server app (one simulated engine, one stream generator).
 
     ``limits`` bounds each request (``max_body_bytes`` overrides its body size); ``store``
     keeps the responses (default: a new in-process :class:`~trtllm_stream_fix.store.MemoryStore`);
-    ``compaction_key`` seals compaction items (default: ``TRTLLM_STREAM_FIX_COMPACTION_KEY``).
+    ``compaction_key`` seals compaction items (default: ``TRTLLM_STREAM_FIX_COMPACTION_KEY``);
+    ``websocket`` sets WebSocket mode on ``GET /v1/responses`` (default: on, OpenAI's limits).
     """
     if generator not in ("ours", "upstream"):
         raise ValueError(f"unknown generator {generator!r}")
@@ -472,6 +475,7 @@ def create_app(
     # per-request dependency and response handling would be work for nothing.
     app.add_direct_route("/v1/responses", responses)
     app.add_direct_route("/v1/responses/compact", compact)
+    add_websocket_route(app, responses, store, websocket or WebSocketSettings())
 
     @app.get("/v1/responses/{response_id}")
     async def get_response(response_id: str) -> Response:
