@@ -75,3 +75,45 @@ def test_forty_turns_compact_twice_and_keep_working(base_url, key):
     assert summaries[1].startswith(f"Earlier summary: {first_requests[:40]}")
     for before, after in sizes:
         assert after < before / 2, sizes
+
+
+def test_forty_stored_turns_compact_on_the_server_and_keep_working(base_url, key):
+    """The same agent with ``store: true`` and ``previous_response_id``, compaction left to
+    the server (``context_management``): it compacts at least twice, each compaction the
+    first output item of the turn that passed the threshold, and every turn still works."""
+    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0)
+    managed = {"context_management": [{"type": "compaction", "compact_threshold": 2500}]}
+    previous = None
+    compacted_turns = []
+    for turn in range(TURNS):
+        asked = client.responses.create(
+            model=MODEL,
+            input=f"Turn {turn}: use read_file on src/mod_{turn}.py.",
+            tools=[READ],
+            previous_response_id=previous,
+            extra_body=managed,
+        )
+        kinds = [item.type for item in asked.output]
+        calls = [item for item in asked.output if item.type == "function_call"]
+        assert [c.name for c in calls] == ["read_file"], f"turn {turn}: {kinds}"
+        answered = client.responses.create(
+            model=MODEL,
+            input=[
+                {
+                    "type": "function_call_output",
+                    "call_id": calls[0].call_id,
+                    "output": f"mod_{turn}.py: {turn * 7} lines",
+                }
+            ],
+            tools=[READ],
+            previous_response_id=asked.id,
+            extra_body=managed,
+        )
+        assert f"mod_{turn}.py: {turn * 7} lines" in answered.output_text, f"turn {turn}"
+        for response in (asked, answered):
+            types = [item.type for item in response.output]
+            if "compaction" in types:
+                assert types.index("compaction") == 0 and types.count("compaction") == 1
+                compacted_turns.append(turn)
+        previous = answered.id
+    assert len(compacted_turns) >= 2, compacted_turns
