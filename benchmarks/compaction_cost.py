@@ -7,9 +7,11 @@ code path (``SimCompaction``: the Harmony-rendered compaction prompt, the simula
 engine's summary, the Fernet seal) and reports, per T: the conversation's rendered prompt
 tokens before and after (the window expanded as the next turn's model reads it), the
 compaction turn's usage (prompt tokens the engine reads, tokens it generates), and the
-server's CPU time for the compaction (median of ``--repeat``; rendering and sealing, with
-the simulated engine's tokens free). On a GPU the engine's time for the summary is a turn's
-prefill of the whole conversation plus the summary's decode: the usage columns give both.
+server's CPU time for the compaction as served (median of ``--repeat``: rendering the
+prompt, parsing the summary, sealing; the simulated engine's tokens are free), measured
+without the two extra renderings that count the tokens before and after. On a GPU the
+engine's time for the summary is a turn's prefill of the whole conversation plus the
+summary's decode: the usage columns give both.
 
     python benchmarks/compaction_cost.py
     python benchmarks/compaction_cost.py --turns 10 40 100 --json
@@ -65,12 +67,13 @@ async def measure(turns: int, output_words: int, repeat: int) -> dict[str, Any]:
         key=Fernet.generate_key(),
     )
     items = conversation(turns, output_words)
-    times, result = [], None
+    times = []
     for _ in range(repeat):
         start = time.process_time()
-        result = await compaction.compactor.compact("gpt-oss-120b", items, None)
+        await compaction.compactor.compact("gpt-oss-120b", items, None)
         times.append(time.process_time() - start)
-    assert result is not None
+    result = await compaction.compactor.compact("gpt-oss-120b", items, None, measure=True)
+    assert result.tokens_before is not None and result.tokens_after is not None
     return {
         "turns": turns,
         "tokens_before": result.tokens_before,

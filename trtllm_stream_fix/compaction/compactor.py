@@ -9,6 +9,7 @@ or upstream's own engine in a real server): prompt tokens in, engine steps out
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -40,14 +41,15 @@ Generate = Callable[[RenderedPrompt], AsyncIterator[EngineStep]]
 @dataclass(frozen=True)
 class Compaction:
     """A finished compaction: the item, the window a client continues from, the usage of
-    the summary's generation, and the conversation's prompt tokens before and after."""
+    the summary's generation, and (when measured) the conversation's prompt tokens before
+    and after."""
 
     item: Item
     window: list[Item]
     summary: str
     usage: ResponseUsage
-    tokens_before: int
-    tokens_after: int
+    tokens_before: int | None = None
+    tokens_after: int | None = None
 
 
 class Compactor:
@@ -77,10 +79,16 @@ class Compactor:
         return len(rendered.tokens)
 
     async def steps(
-        self, model: str, items: Sequence[Mapping[str, Any]], instructions: str | None
+        self,
+        model: str,
+        items: Sequence[Mapping[str, Any]],
+        instructions: str | None,
+        *,
+        measure: bool = False,
     ) -> AsyncIterator[int | Compaction]:
         """The token count of each engine step of the summary, then the :class:`Compaction`
-        of ``items`` (compaction items already expanded)."""
+        of ``items`` (compaction items already expanded); ``measure`` renders the turn
+        prompts before and after too (two more renderings: figures, not serving)."""
         prompt = await self._render(compaction_prompt, items, instructions)
         limit = self.max_prompt_tokens
         if limit is not None and len(prompt.tokens) > limit:
@@ -104,15 +112,28 @@ class Compactor:
         record = record_for(summary, items, model)
         item = compaction_item(self.new_id("cmp"), self.codec.seal(record))
         window = [*user_messages(items, self.new_id), item]
-        before = await self.prompt_tokens(items, instructions)
-        after = await self.prompt_tokens(expand(window, self.codec), instructions)  # type: ignore[arg-type]
-        yield Compaction(item, window, record.summary, usage, before, after)
+        compaction = Compaction(item, window, record.summary, usage)
+        if measure:
+            compaction = dataclasses.replace(
+                compaction,
+                tokens_before=await self.prompt_tokens(items, instructions),
+                tokens_after=await self.prompt_tokens(
+                    expand(window, self.codec),  # type: ignore[arg-type]
+                    instructions,
+                ),
+            )
+        yield compaction
 
     async def compact(
-        self, model: str, items: Sequence[Mapping[str, Any]], instructions: str | None
+        self,
+        model: str,
+        items: Sequence[Mapping[str, Any]],
+        instructions: str | None,
+        *,
+        measure: bool = False,
     ) -> Compaction:
         """:meth:`steps` run to the end."""
-        async for step in self.steps(model, items, instructions):
+        async for step in self.steps(model, items, instructions, measure=measure):
             if isinstance(step, Compaction):
                 return step
         raise AssertionError("steps() always ends with a Compaction")  # pragma: no cover
