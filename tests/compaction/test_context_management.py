@@ -80,6 +80,30 @@ def test_sdk_accumulates_it_and_usage_counts_both_generations(base_url):
     assert final.usage.output_tokens > plain.usage.output_tokens
 
 
+@pytest.fixture(scope="module")
+def window_2500_url(key):
+    from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
+    from trtllm_stream_fix.sim.limits import ServerLimits
+
+    limits = ServerLimits(max_input_tokens=2500)
+    with serve_in_thread(create_app(EngineConfig(), limits=limits, compaction_key=key)) as url:
+        yield url
+
+
+@pytest.mark.parametrize(("turns", "compacted"), [(30, True), (10, False)])
+def test_an_entry_without_a_threshold_compacts_at_80_percent_of_the_window(
+    window_2500_url, turns, compacted
+):
+    # 30 turns render to 2,101 tokens, past 2,000 (80 % of 2,500); 10 turns stay under it.
+    body = {
+        "model": MODEL,
+        "input": _long_conversation(turns),
+        "context_management": [{"type": "compaction"}],
+    }
+    answer = httpx.post(f"{window_2500_url}/v1/responses", json=body, timeout=30).json()
+    assert (answer["output"][0]["type"] == "compaction") is compacted
+
+
 def test_under_the_threshold_nothing_is_compacted(base_url):
     body = {
         "model": MODEL,

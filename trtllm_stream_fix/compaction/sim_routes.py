@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.context import ResponseContext
 from ..core.sse import format_sse, model_to_json
@@ -33,26 +32,13 @@ from .blob import BlobCodec, load_key
 from .compactor import Compaction, Compactor
 from .errors import CompactionError
 from .prompt import RenderedPrompt
+from .requests import MIN_COMPACT_THRESHOLD, CompactRequest, compact_threshold
 from .sim_model import summary_output
 from .stream import CompactedTurnStream, TriggerStream
 from .window import TRIGGER, Item, as_items, expand, split_trigger
 
 logger = logging.getLogger(__name__)
-#: OpenAI's smallest ``compact_threshold``.
-MIN_COMPACT_THRESHOLD = 1000
 Put = Callable[[str, Conversation], Awaitable[None]]
-
-
-class CompactRequest(BaseModel):
-    """``POST /v1/responses/compact``: ``model`` required; other OpenAI fields accepted."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
-
-    model: str = Field(min_length=1)
-    input: str | list[dict[str, Any]] | None = None
-    previous_response_id: str | None = None
-    instructions: str | None = None
-    prompt_cache_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,39 +76,6 @@ def _request_error(exc: CompactionError) -> RequestError:
     return RequestError(exc.status, str(exc), param=exc.param, code=exc.code, type_=type_)
 
 
-def thresholds(value: Any) -> int | None:
-    """The ``compact_threshold`` of a ``context_management`` value (None: no compaction);
-    a 400 naming the entry for anything else."""
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise RequestError(400, "context_management must be a list", param="context_management")
-    found: int | None = None
-    for k, entry in enumerate(value):
-        where = f"context_management[{k}]"
-        if not isinstance(entry, dict) or entry.get("type") != "compaction":
-            raise RequestError(
-                400,
-                f"{where}.type must be 'compaction'",
-                param=f"{where}.type",
-                code="invalid_value",
-            )
-        threshold = entry.get("compact_threshold")
-        if (
-            not isinstance(threshold, int)
-            or isinstance(threshold, bool)
-            or threshold < MIN_COMPACT_THRESHOLD
-        ):
-            raise RequestError(
-                400,
-                f"{where}.compact_threshold must be an integer of at least {MIN_COMPACT_THRESHOLD}",
-                param=f"{where}.compact_threshold",
-                code="invalid_value",
-            )
-        found = threshold if found is None else min(found, threshold)
-    return found
-
-
 class SimCompaction:
     """Compaction for one simulated server (its engine, encoding and store)."""
 
@@ -141,6 +94,8 @@ class SimCompaction:
         self.models = models
         self.put = put
         self.codec = BlobCodec(key if key is not None else load_key())
+        #: A ``context_management`` entry without ``compact_threshold``: 80 % of the window.
+        self.default_threshold = max(MIN_COMPACT_THRESHOLD, (max_prompt_tokens or 131_072) * 4 // 5)
         self.compactor = Compactor(
             self.codec, encoding, self._generate, max_prompt_tokens=max_prompt_tokens
         )
@@ -230,9 +185,11 @@ class SimCompaction:
         """The compaction plan of a create request (400s naming the field)."""
         try:
             request_input, trigger = split_trigger(body.input)
+            threshold = compact_threshold(
+                (body.model_extra or {}).get("context_management"), self.default_threshold
+            )
         except CompactionError as exc:
             raise _request_error(exc) from None
-        threshold = thresholds((body.model_extra or {}).get("context_management"))
         return CreatePlan(self.expand(request_input), trigger, threshold)
 
     async def manage(self, body: Any, conversation: Conversation, plan: CreatePlan) -> Managed:
