@@ -13,6 +13,7 @@ import httpx
 import pytest
 from cryptography.fernet import Fernet
 
+from trtllm_stream_fix.compaction import blob
 from trtllm_stream_fix.compaction.blob import (
     KEY_ENV,
     MAX_BLOB_CHARS,
@@ -111,12 +112,16 @@ def test_a_record_of_another_layout_is_refused():
         BlobCodec(key).open(foreign, "p")
 
 
-def test_key_from_the_environment_and_generated_with_a_warning(caplog):
+def test_key_from_the_environment_and_generated_with_a_warning(caplog, monkeypatch):
     key = Fernet.generate_key()
     assert load_key({KEY_ENV: key.decode()}) == key
+    monkeypatch.setattr(blob, "_generated", None)
     with caplog.at_level(logging.WARNING):
         generated = load_key({})
     Fernet(generated)
     assert KEY_ENV in caplog.text and "replica" in caplog.text
+    caplog.clear()
+    assert load_key({}) == generated  # one key per process, warned once
+    assert caplog.text == ""
     with pytest.raises(CompactionKeyError):
         load_key({KEY_ENV: "not-a-key"})

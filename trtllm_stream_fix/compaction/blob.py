@@ -51,13 +51,20 @@ class CompactionRecord:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+_generated: bytes | None = None
+
+
 def load_key(environ: Mapping[str, str] | None = None) -> bytes:
-    """The Fernet key from :data:`KEY_ENV`, or a new one with a warning when it is unset;
-    :class:`CompactionKeyError` for a value that is not a Fernet key."""
+    """The Fernet key from :data:`KEY_ENV`, or, when it is unset, this process's own key
+    (generated once, with a warning); :class:`CompactionKeyError` for a value that is not a
+    Fernet key."""
     from cryptography.fernet import Fernet
 
+    global _generated
     value = (os.environ if environ is None else environ).get(KEY_ENV, "").strip()
     if not value:
+        if _generated is not None:
+            return _generated
         logger.warning(
             "%s is unset: compaction items are sealed with a key generated for this process; "
             "they stop opening after a restart and on other replicas (set the same key on "
@@ -65,7 +72,8 @@ def load_key(environ: Mapping[str, str] | None = None) -> bytes:
             "print(Fernet.generate_key().decode())')",
             KEY_ENV,
         )
-        return Fernet.generate_key()
+        _generated = Fernet.generate_key()
+        return _generated
     try:
         Fernet(value.encode())
     except (ValueError, TypeError):

@@ -12,6 +12,7 @@ simulated engine (``sim_model``), streamed as any turn's tokens.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from ..sim.errors import RequestError
 from ..sim.protocol import decode_body
 from ..sim.validation import validate_input
 from ..store import ResponseStore, StoreError
-from .blob import BlobCodec, load_key
+from .blob import KEY_ENV, BlobCodec, load_key
 from .compactor import Compaction, Compactor
 from .errors import CompactionError
 from .prompt import RenderedPrompt
@@ -93,12 +94,31 @@ class SimCompaction:
         self.store = store
         self.models = models
         self.put = put
-        self.codec = BlobCodec(key if key is not None else load_key())
+        if key is None and os.environ.get(KEY_ENV, "").strip():
+            key = load_key()  # a value that is not a key stops the server now
+        self._key = key
+        self._codec: BlobCodec | None = None
         #: A ``context_management`` entry without ``compact_threshold``: 80 % of the window.
         self.default_threshold = max(MIN_COMPACT_THRESHOLD, (max_prompt_tokens or 131_072) * 4 // 5)
-        self.compactor = Compactor(
-            self.codec, encoding, self._generate, max_prompt_tokens=max_prompt_tokens
-        )
+        self.encoding = encoding
+        self.max_prompt_tokens = max_prompt_tokens
+        self._compactor: Compactor | None = None
+
+    @property
+    def codec(self) -> BlobCodec:
+        """The blob codec, keyed on first use (an unset key's warning only where compaction
+        is used)."""
+        if self._codec is None:
+            self._codec = BlobCodec(self._key if self._key is not None else load_key())
+        return self._codec
+
+    @property
+    def compactor(self) -> Compactor:
+        if self._compactor is None:
+            self._compactor = Compactor(
+                self.codec, self.encoding, self._generate, max_prompt_tokens=self.max_prompt_tokens
+            )
+        return self._compactor
 
     async def _generate(self, prompt: RenderedPrompt) -> AsyncIterator[Any]:
         output = summary_output(prompt.messages)
