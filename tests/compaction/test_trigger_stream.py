@@ -101,3 +101,28 @@ def test_checker_refuses_a_compaction_item_done_without_its_blob(base_url):
     result = check_responses_events(events)
     assert not result.ok
     assert any("encrypted_content" in v for v in result.violations), result.violations
+
+
+def _with_compacting(events, *, item_id=None, after_done=False):
+    added = next(e for e in events if e["type"] == "response.output_item.added")
+    kind = "response.output_item.done" if after_done else "response.output_item.added"
+    at = next(n for n, e in enumerate(events) if e["type"] == kind) + 1
+    compacting = {
+        "type": "response.compaction.compacting",
+        "item_id": item_id or added["item"]["id"],
+        "output_index": 0,
+        "sequence_number": 0,
+    }
+    out = [dict(e) for e in [*events[:at], compacting, *events[at:]]]
+    for n, event in enumerate(out):
+        event["sequence_number"] = n
+    return out
+
+
+def test_checker_takes_compacting_events_of_the_open_compaction_item_only(base_url):
+    events = _events(base_url)
+    assert check_responses_events(_with_compacting(events)).ok
+    wrong = check_responses_events(_with_compacting(events, item_id="cmp_other"))
+    assert wrong.has("item-id"), wrong.violations
+    late = check_responses_events(_with_compacting(events, after_done=True))
+    assert late.has("item-ref"), late.violations
