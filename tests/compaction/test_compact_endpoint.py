@@ -171,3 +171,24 @@ def test_a_trigger_that_cannot_compact_fails_the_stream_cleanly(small_window_url
     record = asyncio.run(run())
     assert record.terminal == "failed" and record.violations == []
     assert "context_length_exceeded" in record.events[-2]["data"]
+
+
+def test_compact_resolves_item_references(base_url, key):
+    client = _client(base_url)
+    first = client.responses.create(model=MODEL, input="Describe the Tagus.")
+    answer = next(item for item in first.output if item.type == "message")
+    compacted = client.responses.compact(
+        model=MODEL,
+        input=[
+            {"role": "user", "content": "Describe the Tagus."},
+            {"type": "item_reference", "id": answer.id},
+        ],
+    )
+    summary = BlobCodec(key).open(compacted.output[-1].encrypted_content, "x").summary
+    assert f"Last answer: {answer.content[0].text[:40]}" in summary
+    unknown = httpx.post(
+        f"{base_url}/v1/responses/compact",
+        json={"model": MODEL, "input": [{"type": "item_reference", "id": "msg_nope"}]},
+        timeout=30,
+    )
+    assert unknown.status_code == 400 and unknown.json()["error"]["param"] == "input"

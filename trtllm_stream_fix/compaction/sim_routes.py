@@ -29,6 +29,7 @@ from ..sim.errors import RequestError
 from ..sim.protocol import decode_body
 from ..sim.validation import validate_input
 from ..store import ResponseStore, StoreError
+from ..store.references import UnknownItemReference, resolve_item_references
 from .blob import KEY_ENV, BlobCodec, load_key
 from .compactor import Compaction, Compactor
 from .errors import CompactionError
@@ -166,11 +167,14 @@ class SimCompaction:
         self, previous_response_id: str | None, request_input: Any
     ) -> list[Item]:
         """The stored conversation before ``previous_response_id`` and ``request_input``,
-        compaction items expanded."""
+        item references resolved and compaction items expanded."""
         try:
             history = await previous_messages(self.store, previous_response_id)
+            request_input = await resolve_item_references(self.store, request_input)
         except StoreError as exc:
             raise RequestError(exc.status, str(exc), type_="server_error", code=exc.code) from None
+        except UnknownItemReference as exc:
+            raise RequestError(exc.status, str(exc), param=exc.param) from None
         return [*self.expand_history(history), *as_items(self.expand(request_input))]
 
     def expand(self, request_input: Any) -> Any:
