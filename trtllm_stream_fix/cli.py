@@ -30,6 +30,7 @@ EXTRA_OF_MODULE = {
     "httpx": "cli",
     "rich": "cli",
     "redis": "store",
+    "cryptography": "compaction",
 }
 
 

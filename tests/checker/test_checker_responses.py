@@ -229,6 +229,17 @@ def _call_args(args: str) -> Callable[[Events], None]:
     return go
 
 
+def _compaction_without_blob(e: Events) -> None:
+    """A compaction item (Codex's trigger answer) whose done event carries no blob."""
+    item = {"id": "cmp_0123456789abcdef", "type": "compaction", "encrypted_content": ""}
+    index = len(e[-1]["response"]["output"])
+    e[-1:-1] = [
+        {"type": "response.output_item.added", "output_index": index, "item": dict(item)},
+        {"type": "response.output_item.done", "output_index": index, "item": dict(item)},
+    ]
+    e[-1]["response"]["output"].append(dict(item))
+
+
 # (name, stream kind, mutation, expected rule)
 MUTATIONS: list[tuple[str, str, Callable[[Events], None], str]] = [
     (
@@ -528,6 +539,7 @@ MUTATIONS: list[tuple[str, str, Callable[[Events], None], str]] = [
         ),
         "unsupported-event",
     ),
+    ("compaction item done without its blob", "completed", _compaction_without_blob, "compaction"),
 ]
 
 

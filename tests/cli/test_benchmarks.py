@@ -524,3 +524,13 @@ def test_agent_loop_quick_checks_every_turn_of_each_transport(tmp_path: Path) ->
         assert row["checked"] == row["conversations"] * row["turns"] == 12
         assert 0 < row["added_p50_ms"] <= row["e2e_p99_ms"]
     assert (tmp_path / "agent_loop_quick.png").stat().st_size > 0
+
+
+def test_compaction_cost_json_shape() -> None:
+    proc = run_script("compaction_cost.py", "--turns", "4", "12", "--repeat", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert [r["turns"] for r in rows] == [4, 12]
+    for row in rows:
+        assert row["tokens_after"] < row["tokens_before"] < row["compaction_input_tokens"]
+        assert row["compaction_output_tokens"] > 0 and row["blob_chars"] > 0

@@ -85,7 +85,11 @@ RULES: dict[str, str] = {
     "function-call": "§4.13 function calls have a non-empty name and call_id",
     "arguments-json": "§4.13 arguments of a completed function call are valid JSON (a warning "
     "unless required: arguments reach the client verbatim)",
-    "unsupported-event": "a gpt-oss stream emits only text, reasoning and function-call events",
+    "compaction": "a compaction item carries no content parts: added with a string "
+    "encrypted_content, done with a non-empty one, and only response.compaction.compacting "
+    "refers to it in between",
+    "unsupported-event": "a gpt-oss stream emits only text, reasoning, function-call and "
+    "compaction events",
 }
 
 _LIFECYCLE_START = ("response.created", "response.queued", "response.in_progress")
@@ -665,12 +669,24 @@ class ResponsesStreamChecker(FindingsView):
             self._violate("item-status", f"added item status {status!r}, expected in_progress")
         if itype == "function_call":
             self._check_call_fields(item)
+        if itype == "compaction":
+            self._check_compaction(item, done=False)
         if itype in _PART_KINDS and item.get("content"):
             self._violate("part-order", "added item already has content")
         state = _Item(output_index=idx, id=iid, type=itype, added=item, slot=len(self._items))
         self._items.append(state)
         self._open[state.slot] = state
         self._by_index[idx] = state
+
+    def _check_compaction(self, item: Mapping[str, Any], *, done: bool) -> None:
+        blob = item.get("encrypted_content")
+        if not isinstance(blob, str) or (done and not blob):
+            where = "done" if done else "added"
+            self._violate(
+                "compaction", f"compaction item {where} with encrypted_content {_short(blob)}"
+            )
+        if item.get("content") is not None:
+            self._violate("compaction", "compaction item with content")
 
     def _check_call_fields(self, item: Mapping[str, Any]) -> None:
         for key in ("name", "call_id"):
@@ -694,9 +710,13 @@ class ResponsesStreamChecker(FindingsView):
             self._check_call_fields(final)
             if item.args_done is None:
                 self._violate("part-order", "output_item.done before function_call_arguments.done")
+        if item.type == "compaction":
+            self._check_compaction(final, done=True)
         status = final.get("status")
         if status in ("completed", "incomplete"):
             item.status = status
+        elif status is None and item.type == "compaction":
+            pass  # the item type has no status
         elif status is None and item.type != "message":
             self._warn(f"{item.type} item {item.id!r} done without status")
         else:
@@ -758,6 +778,14 @@ class ResponsesStreamChecker(FindingsView):
     def _on_other(self, event: Mapping[str, Any]) -> None:
         idx = event.get("output_index")
         item = self._by_index.get(idx) if isinstance(idx, int) else None
+        if item is not None and item.type == "compaction":
+            if event["type"] != "response.compaction.compacting":
+                self._violate("compaction", f"{event['type']} in compaction item {item.id!r}")
+            elif not item.open:
+                self._violate("item-ref", f"{event['type']} after compaction item {item.id!r} done")
+            elif event.get("item_id") != item.id:
+                self._violate("item-id", f"item_id {event.get('item_id')!r} != {item.id!r}")
+            return
         if item is not None and item.type not in _BUILTIN_ITEMS and item.open:
             if event.get("item_id") not in (None, item.id):
                 self._violate("item-id", f"item_id {event.get('item_id')!r} != {item.id!r}")

@@ -148,10 +148,14 @@ class _Streamer:
         generation: Generation,
         interval: int | None,
         on_end: Callable[[Any], Awaitable[list[Any]]] | None = None,
+        wrap: Callable[[Any], Any] | None = None,
     ) -> AsyncIterator[str]:
         """The SSE chunks; ``on_end`` gets the terminal event before it is sent and returns
-        the events sent in its place (itself, or ``error`` + ``response.failed``)."""
+        the events sent in its place (itself, or ``error`` + ``response.failed``); ``wrap``
+        wraps the event machine (a compaction item streamed first)."""
         stream = self._stream_object(context)
+        if wrap is not None:
+            stream = wrap(stream)
         sent: list[Any] = list(stream.start())
         yield "".join(format_sse(event) for event in sent)
         next_seq = sent[-1].sequence_number + 1
@@ -298,12 +302,14 @@ def create_app(
     allow_faults: bool = False,
     models: tuple[str, ...] = DEFAULT_MODELS,
     store: ResponseStore | None = None,
+    compaction_key: bytes | None = None,
     websocket: WebSocketSettings | None = None,
 ) -> FastAPI:
     """The local server app (one simulated engine, one stream generator).
 
     ``limits`` bounds each request (``max_body_bytes`` overrides its body size); ``store``
     keeps the responses (default: a new in-process :class:`~trtllm_stream_fix.store.MemoryStore`);
+    ``compaction_key`` seals compaction items (default: ``TRTLLM_STREAM_FIX_COMPACTION_KEY``);
     ``websocket`` sets WebSocket mode on ``GET /v1/responses`` (default: on, OpenAI's limits).
     """
     if generator not in ("ours", "upstream"):
@@ -323,6 +329,17 @@ def create_app(
     gauge = StreamGauge()
     store = store if store is not None else MemoryStore()
     started = int(time.time())
+    from ..compaction.sim_routes import SimCompaction  # it imports this package
+
+    compaction = SimCompaction(
+        engine,
+        encoding,
+        store,
+        models,
+        put=lambda text, conversation: _put(store, text, conversation),
+        key=compaction_key,
+        max_prompt_tokens=limits.max_input_tokens,
+    )
 
     app = DirectRoutesApp(
         title="trtllm-stream-fix simulated gpt-oss server",
@@ -367,20 +384,28 @@ def create_app(
                 raise RequestError(
                     400, "fault injection is disabled on this server", param="sim_fault"
                 )
+            plan = compaction.plan(body)
             conversation = await load_conversation(
                 store,
                 body.previous_response_id,
-                body.input,
+                plan.input,
                 store_turn=body.store,
                 max_bytes=limits.max_body_bytes,
             )
-            # Bounded before anything is generated: the whole conversation's text.
-            prompt = prompt_text(body.instructions, conversation, limits)
+            if plan.trigger:
+                return await _trigger_turn(body, conversation)
+            managed = await compaction.manage(body, conversation, plan)
+            conversation = managed.conversation
+            # Bounded before anything is generated: the whole text the model reads.
+            model_view = Conversation(
+                conversation.history, managed.model_input, conversation.previous_calls
+            )
+            prompt = prompt_text(body.instructions, model_view, limits)
             num_prompt_tokens = await prompt_tokens(prompt, encoding, limits)
             generation = select_generation(
                 engine,
                 body,
-                engine_input(conversation.input, conversation.previous_calls),
+                engine_input(managed.model_input, conversation.previous_calls),
                 max_output_tokens=body.max_output_tokens,
                 tools=body.tools,
                 tool_choice=body.tool_choice,
@@ -404,7 +429,7 @@ def create_app(
                 encoding=encoding,
                 new_id=random_id,
             )
-            text = model_to_json(response)
+            text = model_to_json(managed.response(response))
             if body.store:
                 try:
                     await _put(store, text, conversation)
@@ -421,7 +446,11 @@ def create_app(
             return [terminal]
 
         chunks: AsyncIterator[Any] = streamer.chunks(
-            context, generation, body.stream_interval, stored if body.store else None
+            context,
+            generation,
+            body.stream_interval,
+            stored if body.store else None,
+            managed.wrap if managed.compaction is not None else None,
         )
         if body.sim_fault:
             chunks = inject(body.sim_fault, chunks)
@@ -433,9 +462,30 @@ def create_app(
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
+    async def _trigger_turn(body: Any, conversation: Conversation) -> Response:
+        """A create whose last input item is ``compaction_trigger``: one compaction item."""
+        context = _context(body, 0)
+        if not body.stream:
+            text = await compaction.trigger_body(body, context, conversation)
+            return Response(text, media_type="application/json")
+        chunks = compaction.trigger_chunks(body, context, conversation)
+        first = await chunks.__anext__()
+        return EventStreamResponse(
+            _tracked(gauge, chunks, first),
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    async def compact(request: Request) -> Response:
+        try:
+            raw = await read_body(request, limits.max_body_bytes)
+        except RequestError as exc:
+            return _error(exc)
+        return await compaction.compact_endpoint(raw, limits.max_json_depth)
+
     # The endpoint reads, bounds and answers the request itself: FastAPI's middleware and
     # per-request dependency and response handling would be work for nothing.
     app.add_direct_route("/v1/responses", responses)
+    app.add_direct_route("/v1/responses/compact", compact)
     add_websocket_route(app, responses, store, websocket or WebSocketSettings())
 
     @app.get("/v1/responses/{response_id}")

@@ -6,8 +6,9 @@ Function tools are checked against our own model (OpenAI's name rule, ``paramete
 object, ``strict`` a bool); other tool types against the openai SDK's ``ToolParam`` type of
 that name. Input items are checked by type: messages (text parts), function calls and their
 outputs, reasoning items, references to stored items (``item_reference``, resolved from the
-store by the server); other item types are refused, as the simulated engine cannot render
-them. The fields a Response echoes (``tool_choice``, ``service_tier``, ``user``,
+store by the server), compaction items and Codex's ``compaction_trigger`` (both handled by
+:mod:`trtllm_stream_fix.compaction`); other item types are refused, as the simulated engine
+cannot render them. The fields a Response echoes (``tool_choice``, ``service_tier``, ``user``,
 ``reasoning`` ...) are checked against the ``openai`` Response model's type of that field, as
 a strict client checks the Response that echoes them.
 """
@@ -75,12 +76,25 @@ class _Reasoning(_Strict):
     content: list[_TextPart] | None = None
 
 
+class _Compaction(_Strict):
+    type: Literal["compaction"]
+    encrypted_content: str
+    id: str | None = None
+
+
+class _CompactionTrigger(_Strict):
+    type: Literal["compaction_trigger"]
+    id: str | None = None
+
+
 _INPUT_ITEMS: dict[str, type[BaseModel]] = {
     "message": _Message,
     "function_call": _FunctionCall,
     "function_call_output": _FunctionCallOutput,
     "reasoning": _Reasoning,
     "item_reference": _ItemReference,
+    "compaction": _Compaction,
+    "compaction_trigger": _CompactionTrigger,
 }
 
 

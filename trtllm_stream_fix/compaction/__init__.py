@@ -1,0 +1,8 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Compaction for gpt-oss: ``/v1/responses/compact``, ``compaction`` input items, Codex's
+``compaction_trigger`` and ``context_management``, the summary written by the model itself.
+
+The sans-IO parts (``prompt``, ``window``, ``blob``, ``summary``, ``stream``) take the
+encoding, the key and the generation function from the edges (``sim_routes`` for the
+simulated server). See docs/compaction.md.
+"""
