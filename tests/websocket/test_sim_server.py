@@ -18,8 +18,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from trtllm_stream_fix.differential.visible import client_visible
 from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
-from trtllm_stream_fix.testing.visible import client_visible
 from trtllm_stream_fix.testing.ws_client import (
     WSClient,
     checked,

@@ -16,7 +16,7 @@ from openai_harmony import Message, Role
 
 from ..core.harmony_tokens import RETURN
 from ..encoding import PlainTextEncoder, encode_with_specials, load_gpt_oss_encoding
-from ..testing.synthetic import SyntheticOutput
+from ..sim.model import SyntheticOutput
 from .prompt import COMPACTION_PROMPT
 from .window import SUMMARY_PREFIX
 

@@ -32,7 +32,7 @@ from openai.types.responses import (
 
 from ..core import events as ev
 from ..core.context import ResponseContext
-from ..core.response import build_response, typed_tools, usage
+from ..core.response import response_envelope, typed_tools, usage
 from .window import Item
 
 
@@ -86,7 +86,7 @@ class TriggerStream:
         return self.seq - 1
 
     def _response(self, status: str, **kwargs: Any) -> Response:
-        return build_response(
+        return response_envelope(
             self.context, typed_tools(self.context.tools), [], status=status, **kwargs
         )
 

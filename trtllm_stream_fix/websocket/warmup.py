@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ..core.context import ResponseContext
-from ..core.response import build_response, request_echo, typed_tools
+from ..core.response import request_echo, response_envelope, typed_tools
 from ..core.sse import model_to_json
 from ..defaults import random_id
 from .errors import ClientEventError
@@ -52,8 +52,8 @@ def warmup_events(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     try:
         context = _context(body, response_id, int(time.time()))
         tools = typed_tools(context.tools)
-        created = build_response(context, tools, [], status="in_progress")
-        completed = build_response(context, tools, [], status="completed")
+        created = response_envelope(context, tools, [], status="in_progress")
+        completed = response_envelope(context, tools, [], status="completed")
         snapshots = [json.loads(model_to_json(r)) for r in (created, completed)]
     except ClientEventError:
         raise
