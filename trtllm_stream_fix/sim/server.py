@@ -56,6 +56,7 @@ from .protocol import (
     select_generation,
 )
 from .sse_response import EventStreamResponse
+from .websocket_route import WebSocketSettings, add_websocket_route
 
 logger = logging.getLogger(__name__)
 #: Connection events (a client that left) go where uvicorn logs its own, at ``--log-level``.
@@ -297,11 +298,13 @@ def create_app(
     allow_faults: bool = False,
     models: tuple[str, ...] = DEFAULT_MODELS,
     store: ResponseStore | None = None,
+    websocket: WebSocketSettings | None = None,
 ) -> FastAPI:
     """The local server app (one simulated engine, one stream generator).
 
     ``limits`` bounds each request (``max_body_bytes`` overrides its body size); ``store``
-    keeps the responses (default: a new in-process :class:`~trtllm_stream_fix.store.MemoryStore`).
+    keeps the responses (default: a new in-process :class:`~trtllm_stream_fix.store.MemoryStore`);
+    ``websocket`` sets WebSocket mode on ``GET /v1/responses`` (default: on, OpenAI's limits).
     """
     if generator not in ("ours", "upstream"):
         raise ValueError(f"unknown generator {generator!r}")
@@ -425,6 +428,7 @@ def create_app(
     # The endpoint reads, bounds and answers the request itself: FastAPI's middleware and
     # per-request dependency and response handling would be work for nothing.
     app.add_direct_route("/v1/responses", responses)
+    add_websocket_route(app, responses, store, websocket or WebSocketSettings())
 
     @app.get("/v1/responses/{response_id}")
     async def get_response(response_id: str) -> Response:
