@@ -63,33 +63,14 @@ def protocol_problem() -> str | None:
         return problem
     try:
         module = importlib.import_module(_PROTOCOL)
-        missing = [n for n in ("serve_websocket", "WebSocketSettings", "ConnectionGate")
-                   if not hasattr(module, n)]
+        missing = [
+            n
+            for n in ("serve_websocket", "WebSocketSettings", "ConnectionGate")
+            if not hasattr(module, n)
+        ]
     except ImportError as exc:
         return f"{_PROTOCOL} cannot be imported: {exc}"
     return f"{_PROTOCOL} lacks {', '.join(missing)}" if missing else None
-
-
-def unavailable_body(message: str, code: str) -> dict[str, Any]:
-    error = {"message": message, "type": "invalid_request_error", "param": None, "code": code}
-    return {"error": error}
-
-
-async def deny_upgrade(scope: Any, receive: Any, send: Any, body: dict[str, Any]) -> None:
-    """Answer a WebSocket upgrade ``426 Upgrade Required`` with ``body`` (JSON); a server
-    without the ASGI denial-response extension can only refuse it (403)."""
-    import json
-
-    if "websocket.http.response" not in (scope.get("extensions") or {}):
-        await send({"type": "websocket.close", "code": 1008})
-        return
-    payload = json.dumps(body).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(payload)).encode()),
-    ]
-    await send({"type": "websocket.http.response.start", "status": 426, "headers": headers})
-    await send({"type": "websocket.http.response.body", "body": payload})
 
 
 class ResponsesSocket:
@@ -107,29 +88,42 @@ class ResponsesSocket:
             self.gate = protocol.ConnectionGate(self.settings.max_connections)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        from starlette.websockets import WebSocket
+
+        websocket = WebSocket(scope, receive, send)
         if not self.enabled:
             message = f"WebSocket mode is off on this server ({ENV}=off): use HTTP POST"
-            await deny_upgrade(scope, receive, send, unavailable_body(message, "websocket_off"))
+            await _refuse(websocket, message)
             return
         handler = responses_handler(self.app)
         if handler is None or self.settings is None:
             why = "no POST /v1/responses route" if handler is None else protocol_problem()
             logger.warning("WebSocket upgrade refused: %s", why)
-            message = f"WebSocket mode is unavailable on this server ({why}): use HTTP POST"
-            body = unavailable_body(message, "websocket_unavailable")
-            await deny_upgrade(scope, receive, send, body)
+            await _refuse(websocket, f"WebSocket mode is unavailable here ({why}): use HTTP POST")
             return
-        from starlette.websockets import WebSocket
-
-        websocket = WebSocket(scope, receive, send)
         protocol = importlib.import_module(_PROTOCOL)
+        # store: true turns whose id the socket has not cached go to upstream's store
+        store = (
+            self.server.conversation_store if getattr(self.server, "enable_store", False) else None
+        )
         await protocol.serve_websocket(
             websocket,
             UpstreamTurns(handler, websocket),
-            store=None,  # store: true turns keep previous_response_id: upstream's store
+            store=store,
             settings=self.settings,
             gate=self.gate,
         )
+
+
+async def _refuse(websocket: Any, message: str) -> None:
+    """426 with an OpenAI-shaped body (the protocol package's answer, or a bare close
+    where it cannot be imported)."""
+    try:
+        refuse = importlib.import_module(_PROTOCOL).refuse_upgrade
+    except (ImportError, AttributeError):
+        await websocket.close(code=1008)
+        return
+    await refuse(websocket, message)
 
 
 def add_route(server: Any, app: Any) -> ResponsesSocket:

@@ -75,7 +75,7 @@ def openai_error(status: int, body: Any) -> dict[str, Any]:
 
 def validation_error(exc: Exception) -> dict[str, Any]:
     """A failed body validation as the POST's 400 (first failing field as ``param``)."""
-    errors = getattr(exc, "errors", lambda: [])()
+    errors: list[dict[str, Any]] = getattr(exc, "errors", lambda: [])()
     param = ".".join(str(p) for p in errors[0].get("loc", ())) if errors else None
     detail = str(exc)
     if len(detail) > 4096:  # upstream truncates the echoed input likewise

@@ -34,7 +34,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 try:
-    from fastapi import FastAPI, Request  # noqa: F401  (Request: the POST's raw_request)
+    from fastapi import FastAPI, Request  # Request: the POST's raw_request
 except ImportError:  # no web framework: no app
     pass
 
@@ -80,6 +80,7 @@ class OpenAIServer:
         # How a PostprocWorker runs: (pickled PostprocParams, response) -> frames.
         self.worker = worker or _inline_worker
         self.aborted: list[str] = []  # request ids await_disconnected aborted
+        self.watchers: set[asyncio.Task] = set()
         self.disconnect_poll = 0.05  # upstream polls every second
         if "FastAPI" in globals():
             self.app = FastAPI()
@@ -119,9 +120,7 @@ class OpenAIServer:
             promise.abort()
             self.aborted.append(promise.request_id)
 
-    async def openai_responses(
-        self, request: ResponsesRequest, raw_request: Request = None
-    ) -> Any:
+    async def openai_responses(self, request: ResponsesRequest, raw_request: Request = None) -> Any:
         if raw_request is None:
             return await self._respond(request)
         from fastapi.responses import JSONResponse, StreamingResponse
@@ -184,7 +183,9 @@ class OpenAIServer:
         shipped = pickle.dumps(postproc_params) if self.postproc_worker_enabled else None
         promise = _Promise(self.engine(input_tokens, sampling_params), request.request_id)
         if raw_request is not None:
-            asyncio.create_task(self.await_disconnected(raw_request, promise))
+            watcher = asyncio.create_task(self.await_disconnected(raw_request, promise))
+            self.watchers.add(watcher)
+            watcher.add_done_callback(self.watchers.discard)
         if not self.postproc_worker_enabled:
             postproc_args.num_prompt_tokens = len(input_tokens)
         if request.stream:
