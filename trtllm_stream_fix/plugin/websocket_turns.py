@@ -43,11 +43,14 @@ def responses_handler(app: Any) -> Callable[..., Any] | None:
 
 
 def request_model(handler: Callable[..., Any]) -> Any:
-    """The ``ResponsesRequest`` class the handler's module binds (the POST's body model)."""
+    """The POST's body model: the class the handler's ``request`` parameter is annotated
+    with, resolved in the handler's module (upstream: ``ResponsesRequest``)."""
     func = getattr(handler, "__func__", handler)
-    model = getattr(func, "__globals__", {}).get("ResponsesRequest")
-    if model is None:
-        raise LookupError(f"{func.__module__} binds no ResponsesRequest")
+    names = getattr(func, "__globals__", {})
+    annotation = getattr(func, "__annotations__", {}).get("request", "ResponsesRequest")
+    model = names.get(annotation) if isinstance(annotation, str) else annotation
+    if not isinstance(model, type):
+        raise LookupError(f"{func.__module__}.{func.__qualname__}: no request model")
     return model
 
 

@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The ``websocket`` group on upstream's own ``openai_server`` (CPU, fake engine, real uvicorn).
+
+Runs for each tree of ``TRTLLM_SOURCE_DIRS`` / ``TRTLLM_SOURCE_DIR`` with an
+``openai_server.py``; skips with the reason otherwise. Contract: unpatched, upstream refuses
+the upgrade; with the plugin, ``GET /v1/responses`` upgrades and each ``response.create`` runs
+upstream's own POST handler: a text turn, a tool loop continued with ``store: false`` from the
+socket's cache, every event sequence strict-checker clean and the same at stream_interval 1
+and 20; the WebSocket behaviours of the Open Responses conformance suite (sequential turns,
+continuation, reconnect with ``store: false`` -> ``previous_response_not_found`` then a fresh
+turn, an unknown id, a failed continuation evicting its parent); ``store: true`` continued on
+a new connection through upstream's store; ``TRTLLM_STREAM_FIX_WEBSOCKET=off`` -> 426 with an
+OpenAI-shaped body.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from test_real_server import _trees  # the configured trees (skips with the reason)
+
+from trtllm_stream_fix.checker.responses import check_responses_events
+from trtllm_stream_fix.testing.realstub.serve_matrix import MODEL, WEATHER_TOOL, running_server
+from trtllm_stream_fix.testing.visible import client_visible
+
+pytestmark = pytest.mark.cpu_only
+
+TERMINAL = ("response.completed", "response.incomplete", "response.failed")
+
+
+@pytest.fixture(scope="module", params=_trees())
+def tree(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def served(tree):
+    """Base URLs of the tree's server with the plugin at stream_interval 1 and 20."""
+    with running_server(tree, plugin=True, stream_interval=1) as one:
+        with running_server(tree, plugin=True, stream_interval=20) as twenty:
+            yield {1: one, 20: twenty}
+
+
+def _ws_url(url: str) -> str:
+    return url.replace("http://", "ws://", 1) + "/v1/responses"
+
+
+def _connect(url: str):
+    from websockets.sync.client import connect
+
+    return connect(_ws_url(url), open_timeout=30, max_size=None)
+
+
+def _turn(ws, **body) -> list[dict]:
+    """One ``response.create``; the events up to its terminal one (or a refusal's error)."""
+    ws.send(json.dumps({"type": "response.create", "model": MODEL, **body}))
+    events: list[dict] = []
+    while True:
+        event = json.loads(ws.recv(timeout=60))
+        events.append(event)
+        if event["type"] in TERMINAL or (event["type"] == "error" and len(events) == 1):
+            return events
+
+
+def _checked(events: list[dict]) -> list[dict]:
+    check = check_responses_events(events)
+    assert check.ok, check.violations[:3]
+    return events
+
+
+def _comparable(turns: list[list[dict]]) -> list:
+    """Client-visible events, response ids numbered in order of appearance, no timestamps."""
+    visible = [client_visible(events) for events in turns]
+    for events in visible:
+        for event in events:
+            if isinstance(event.get("response"), dict):
+                event["response"].pop("created_at", None)
+                event["response"].pop("completed_at", None)
+    text = json.dumps(visible)
+    ids: dict[str, str] = {}
+    for found in re.findall(r'"(resp_[0-9A-Za-z]+)"', text):
+        ids.setdefault(found, f"resp_{len(ids)}")
+    for found, canonical in ids.items():
+        text = text.replace(found, canonical)
+    return json.loads(text)
+
+
+def _tool_loop(url: str) -> list[list[dict]]:
+    with _connect(url) as ws:
+        first = _turn(ws, input="What is the weather in Paris?", tools=[WEATHER_TOOL], store=False)
+        final = first[-1]["response"]
+        calls = [item for item in final["output"] if item["type"] == "function_call"]
+        assert calls, final["output"]
+        output = {"type": "function_call_output", "call_id": calls[0]["call_id"], "output": "21C"}
+        second = _turn(
+            ws, input=[output], tools=[WEATHER_TOOL], store=False, previous_response_id=final["id"]
+        )
+    return [first, second]
+
+
+def test_upstream_refuses_the_upgrade(tree):
+    """The failing reproduction: upstream's app has no WebSocket route."""
+    from websockets.exceptions import InvalidStatus
+
+    with running_server(tree, plugin=False) as url:
+        with pytest.raises(InvalidStatus) as refused:
+            with _connect(url):
+                pass
+    assert refused.value.response.status_code in (403, 404)
+
+
+def test_a_text_turn_and_sequential_turns(served):
+    with _connect(served[20]) as ws:
+        first = _checked(_turn(ws, input="Count from 1 to 3.", store=False))
+        second = _checked(_turn(ws, input="second", store=False))
+    assert first[-1]["type"] == second[-1]["type"] == "response.completed"
+    assert [e["sequence_number"] for e in first] == list(range(len(first)))
+
+
+def test_a_tool_loop_with_store_false_is_the_same_at_intervals_1_and_20(served):
+    at_1, at_20 = _tool_loop(served[1]), _tool_loop(served[20])
+    for turns in (at_1, at_20):
+        for events in turns:
+            _checked(events)
+        assert turns[1][-1]["type"] == "response.completed"
+        assert any(i["type"] == "message" for i in turns[1][-1]["response"]["output"])
+    assert _comparable(at_1) == _comparable(at_20)
+
+
+def test_reconnect_with_store_false_is_previous_response_not_found_then_a_fresh_turn(served):
+    with _connect(served[20]) as ws:
+        first = _turn(ws, input="Remember the code word: cobalt", store=False)
+        cont = _turn(
+            ws, input="What was it?", store=False, previous_response_id=first[-1]["response"]["id"]
+        )
+    assert _checked(cont)[-1]["type"] == "response.completed"
+    with _connect(served[20]) as ws:
+        lost = _turn(
+            ws, input="again", store=False, previous_response_id=first[-1]["response"]["id"]
+        )
+        missing = _turn(
+            ws, input="x", store=False, previous_response_id="resp_openresponses_missing_1"
+        )
+        fresh = _turn(ws, input="Remember the code word: cobalt. What was it?", store=False)
+    for event in (lost[-1], missing[-1]):
+        assert event["type"] == "error", event
+        assert event["error"]["code"] == "previous_response_not_found"
+    assert _checked(fresh)[-1]["type"] == "response.completed"
+
+
+def test_a_failed_continuation_evicts_its_parent(served):
+    with _connect(served[20]) as ws:
+        seed = _turn(ws, input="hello", store=False)
+        parent = seed[-1]["response"]["id"]
+        output = {"type": "function_call_output", "call_id": "call_openresponses_missing"}
+        failed = _turn(
+            ws, input=[{**output, "output": "x"}], store=False, previous_response_id=parent
+        )
+        again = _turn(ws, input="again", store=False, previous_response_id=parent)
+    assert failed[-1]["type"] in ("error", "response.failed"), failed[-1]
+    assert again[-1]["type"] == "error"
+    assert again[-1]["error"]["code"] == "previous_response_not_found"
+
+
+def test_store_true_continues_through_upstreams_store_on_a_new_connection(served):
+    with _connect(served[20]) as ws:
+        first = _turn(ws, input="hi", store=True)
+    with _connect(served[20]) as ws:
+        second = _turn(
+            ws, input="again", store=True, previous_response_id=first[-1]["response"]["id"]
+        )
+    assert _checked(second)[-1]["type"] == "response.completed"
+
+
+def test_the_operator_switch_answers_426_with_an_openai_body(tree, monkeypatch):
+    from websockets.exceptions import InvalidStatus
+
+    monkeypatch.setenv("TRTLLM_STREAM_FIX_WEBSOCKET", "off")
+    with running_server(tree, plugin=True) as url:
+        with pytest.raises(InvalidStatus) as refused:
+            with _connect(url):
+                pass
+    response = refused.value.response
+    assert response.status_code == 426
+    error = json.loads(response.body)["error"]
+    assert (
+        error["type"] == "invalid_request_error"
+        and "TRTLLM_STREAM_FIX_WEBSOCKET" in error["message"]
+    )
