@@ -66,7 +66,9 @@ class _ProbeHandler:
     async def _hold(self) -> AsyncIterator[str]:
         first = next(iter(self.streams.values()))[0]
         yield _sse([first])[0]
-        await asyncio.sleep(5)  # a generation that has not finished when the socket closes
+        deadline = time.monotonic() + 5  # a generation still running when the socket closes:
+        while not self.disconnect_seen and time.monotonic() < deadline:  # until it is aborted
+            await asyncio.sleep(0.01)
 
 
 async def _frames(frames: list[str]) -> AsyncIterator[str]:
