@@ -193,9 +193,12 @@ def test_a_store_true_turn_continues_through_upstreams_store_on_a_new_connection
                 ws, input="again", store=True, previous_response_id=first[-1]["response"]["id"]
             )
             unknown = _turn(ws, input="x", store=False, previous_response_id="resp_missing")
+            stored = _turn(ws, input="x", store=True, previous_response_id="resp_missing2")
     assert _checked(second)[-1]["type"] == "response.completed"
-    assert unknown[-1]["type"] == "error"
-    assert unknown[-1]["error"]["code"] == "previous_response_not_found"
+    for event in (unknown[-1], stored[-1]):  # the socket's answer; upstream's 404
+        assert event["type"] == "error", event
+        assert event["error"]["code"] == "previous_response_not_found"
+    assert stored[-1]["status"] == 404 and stored[-1]["error"]["param"] == "previous_response_id"
 
 
 def test_upstreams_error_answer_is_an_openai_error_event_and_the_socket_stays_usable():

@@ -10,7 +10,8 @@ raw_request)`` on every recorded line) and yields the JSON object of each SSE fr
 ``StreamingResponse`` it returns, so the events are those of upstream's processor (the
 plugin's, when the ``responses`` group is installed). An error answer (``JSONResponse``,
 status >= 400, upstream's flat ``ErrorResponse`` or ``{"error": ...}``) becomes
-``TurnRejected`` with an OpenAI-shaped error.
+``TurnRejected`` with an OpenAI-shaped error (upstream's 404 for a ``previous_response_id``
+its store does not hold: code ``previous_response_not_found``, as OpenAI answers).
 
 The handler's ``raw_request`` is a :class:`SocketRequest`: the upgrade's headers, client and
 a fresh ``state``, and ``is_disconnected()``, which turns true when the socket closes or the
@@ -29,6 +30,7 @@ from typing import Any
 from ..jsonlimits import loads
 
 RESPONSES_PATH = "/v1/responses"
+PREVIOUS_NOT_FOUND = "previous_response_not_found"
 _SSE_END = "\n\n"
 
 
@@ -149,7 +151,10 @@ class UpstreamTurns:
             answer = await self.handler(request, raw_request)
             body_iterator = getattr(answer, "body_iterator", None)
             if body_iterator is None:
-                raise rejected(*_rejection(answer))
+                status, error = _rejection(answer)
+                if status == 404 and body.get("previous_response_id"):  # upstream's only 404
+                    error["error"].update(code=PREVIOUS_NOT_FOUND, param="previous_response_id")
+                raise rejected(status, error)
             try:
                 buffer = ""
                 async for chunk in body_iterator:
