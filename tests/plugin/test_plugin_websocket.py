@@ -319,3 +319,34 @@ def _targets():
     from trtllm_stream_fix.plugin import registry
 
     return registry.patch("websocket-route").all_checks
+
+
+def test_a_stream_that_ends_without_a_terminal_event_ends_the_turn_with_an_error_event():
+    """A handler whose stream stops after ``response.created`` (a processor that loses the
+    terminal event): the client gets an ``error`` event instead of waiting forever."""
+    from types import SimpleNamespace
+
+    from fastapi import FastAPI
+    from starlette.responses import StreamingResponse
+    from starlette.testclient import TestClient
+
+    from trtllm_stream_fix.plugin.websocket_route import add_route
+
+    created = {"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1"}}
+
+    async def frames():
+        yield f"event: response.created\ndata: {json.dumps(created)}\n\n"
+
+    class Server:
+        async def openai_responses(self, request, raw_request):
+            return StreamingResponse(frames(), media_type="text/event-stream")
+
+    Server.openai_responses.__annotations__["request"] = openai_server.ResponsesRequest
+    app = FastAPI()
+    app.add_api_route("/v1/responses", Server().openai_responses, methods=["POST"])
+    add_route(SimpleNamespace(enable_store=False), app)
+    with TestClient(app) as client, client.websocket_connect("/v1/responses") as ws:
+        ws.send_text(json.dumps({"type": "response.create", "input": "hi"}))
+        got = [json.loads(ws.receive_text()), json.loads(ws.receive_text())]
+    assert got[0] == created
+    assert got[1]["type"] == "error" and got[1]["status"] == 500

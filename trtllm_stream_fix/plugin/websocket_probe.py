@@ -76,14 +76,16 @@ async def _frames(frames: list[str]) -> AsyncIterator[str]:
         yield frame
 
 
-def _turn(ws: Any, text: str) -> list[dict[str, Any]]:
+def _turn(ws: Any, text: str, limit: int = 1) -> list[dict[str, Any]]:
+    """One turn's events: up to its terminal event, a refusal's ``error``, or the ``error``
+    after ``limit`` events (a stream that ended without a terminal event)."""
     ws.send_text(json.dumps({"type": "response.create", "input": text, "store": False}))
     events: list[dict[str, Any]] = []
     while True:
         event = json.loads(ws.receive_text())
         events.append(event)
         done = event["type"] in ("response.completed", "response.incomplete", "response.failed")
-        if done or (event["type"] == "error" and len(events) == 1):
+        if done or (event["type"] == "error" and len(events) in (1, limit + 1)):
             return events
 
 
@@ -128,7 +130,7 @@ def check_websocket(outputs: list[Any]) -> dict[str, Any]:
     got: dict[str, list[dict[str, Any]]] = {}
     with TestClient(app) as client, client.websocket_connect("/v1/responses") as ws:
         for key in streams:
-            got[key] = _turn(ws, key)
+            got[key] = _turn(ws, key, len(streams[key]))
         rejected = _turn(ws, REJECT)
         after = _turn(ws, next(iter(streams)))
     with TestClient(app) as client:

@@ -11,7 +11,9 @@ raw_request)`` on every recorded line) and yields the JSON object of each SSE fr
 plugin's, when the ``responses`` group is installed). An error answer (``JSONResponse``,
 status >= 400, upstream's flat ``ErrorResponse`` or ``{"error": ...}``) becomes
 ``TurnRejected`` with an OpenAI-shaped error (upstream's 404 for a ``previous_response_id``
-its store does not hold: code ``previous_response_not_found``, as OpenAI answers).
+its store does not hold: code ``previous_response_not_found``, as OpenAI answers). A stream
+that ends without a terminal event raises :class:`IncompleteStream`, which the session sends
+as a 500 ``error`` event: the client's turn always ends.
 
 The handler's ``raw_request`` is a :class:`SocketRequest`: the upgrade's headers, client and
 a fresh ``state``, and ``is_disconnected()``, which turns true when the socket closes or the
@@ -31,6 +33,14 @@ from ..jsonlimits import loads
 
 RESPONSES_PATH = "/v1/responses"
 PREVIOUS_NOT_FOUND = "previous_response_not_found"
+TERMINAL = ("response.completed", "response.incomplete", "response.failed")
+
+
+class IncompleteStream(RuntimeError):
+    """Upstream's stream ended without a terminal event (the session answers a 500
+    ``error`` event, so the client's turn ends)."""
+
+
 _SSE_END = "\n\n"
 
 
@@ -156,12 +166,15 @@ class UpstreamTurns:
                     error["error"].update(code=PREVIOUS_NOT_FOUND, param="previous_response_id")
                 raise rejected(status, error)
             try:
-                buffer = ""
+                buffer, ended = "", False
                 async for chunk in body_iterator:
                     text = chunk.decode() if isinstance(chunk, bytes) else str(chunk)
                     events, buffer = sse_events(buffer + text)
                     for event in events:
+                        ended = event.get("type") in TERMINAL
                         yield event
+                if not ended:  # the client would wait for the turn's end: fail it (error event)
+                    raise IncompleteStream("upstream's stream ended without a terminal event")
             finally:
                 close = getattr(body_iterator, "aclose", None)
                 if close is not None:
