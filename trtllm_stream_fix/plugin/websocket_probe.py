@@ -26,8 +26,13 @@ from types import SimpleNamespace
 from typing import Any
 
 SPLITS = (1, 20)
+MODEL = "gpt-oss-20b"
 REJECT = "probe: reject"
 HOLD = "probe: hold"
+
+
+def _create(text: str) -> dict[str, Any]:
+    return {"type": "response.create", "model": MODEL, "input": text, "store": False}
 
 
 def _sse(events: list[dict[str, Any]]) -> list[str]:
@@ -79,7 +84,7 @@ async def _frames(frames: list[str]) -> AsyncIterator[str]:
 def _turn(ws: Any, text: str, limit: int = 1) -> list[dict[str, Any]]:
     """One turn's events: up to its terminal event, a refusal's ``error``, or the ``error``
     after ``limit`` events (a stream that ended without a terminal event)."""
-    ws.send_text(json.dumps({"type": "response.create", "input": text, "store": False}))
+    ws.send_text(json.dumps(_create(text)))
     events: list[dict[str, Any]] = []
     while True:
         event = json.loads(ws.receive_text())
@@ -135,7 +140,7 @@ def check_websocket(outputs: list[Any]) -> dict[str, Any]:
         after = _turn(ws, next(iter(streams)))
     with TestClient(app) as client:
         with client.websocket_connect("/v1/responses") as ws:
-            ws.send_text(json.dumps({"type": "response.create", "input": HOLD, "store": False}))
+            ws.send_text(json.dumps(_create(HOLD)))
             ws.receive_text()
         deadline = time.monotonic() + 5
         while not handler.disconnect_seen and time.monotonic() < deadline:
