@@ -137,7 +137,8 @@ def check_websocket(outputs: list[Any]) -> dict[str, Any]:
         for key in streams:
             got[key] = _turn(ws, key, len(streams[key]))
         rejected = _turn(ws, REJECT)
-        after = _turn(ws, next(iter(streams)))
+        first = next(iter(streams))
+        after = _turn(ws, first, len(streams[first]))
     with TestClient(app) as client:
         with client.websocket_connect("/v1/responses") as ws:
             ws.send_text(json.dumps(_create(HOLD)))
@@ -152,7 +153,7 @@ def check_websocket(outputs: list[Any]) -> dict[str, Any]:
     error = rejected[-1] if rejected else {}
     error_ok = error.get("type") == "error" and error.get("status") == 400
     error_ok = error_ok and (error.get("error") or {}).get("type") == "invalid_request_error"
-    usable = after == streams[next(iter(streams))]
+    usable = after == streams[first]
     examples += [
         f"{k}: WebSocket events differ from the SSE stream" for k in streams if k not in same
     ]
