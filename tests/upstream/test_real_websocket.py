@@ -189,3 +189,41 @@ def test_the_operator_switch_answers_426_with_an_openai_body(tree, monkeypatch):
         error["type"] == "invalid_request_error"
         and "TRTLLM_STREAM_FIX_WEBSOCKET" in error["message"]
     )
+
+
+def _sdk_turn(conn, **body) -> list[dict]:
+    conn.response.create(model=MODEL, **body)
+    events = []
+    for event in conn:
+        events.append(event.model_dump(mode="json", exclude_none=True))
+        if event.type in TERMINAL or (event.type == "error" and len(events) == 1):
+            return events
+    raise AssertionError("the connection ended inside a turn")
+
+
+def test_openai_python_runs_a_tool_loop_over_the_socket(served):
+    """openai-python's ``responses.connect()``: a tool call, its output continued with
+    ``store: false`` from the socket's cache, the strict checker on every event."""
+    import openai
+
+    client = openai.OpenAI(base_url=f"{served[20]}/v1", api_key="unused", max_retries=0)
+    with client.responses.connect() as conn:
+        first = _checked(
+            _sdk_turn(
+                conn, input="What is the weather in Paris?", tools=[WEATHER_TOOL], store=False
+            )
+        )
+        final = first[-1]["response"]
+        call = next(item for item in final["output"] if item["type"] == "function_call")
+        output = {"type": "function_call_output", "call_id": call["call_id"], "output": "21C"}
+        second = _checked(
+            _sdk_turn(
+                conn,
+                input=[output],
+                tools=[WEATHER_TOOL],
+                store=False,
+                previous_response_id=final["id"],
+            )
+        )
+    assert second[-1]["type"] == "response.completed"
+    assert any(i["type"] == "message" for i in second[-1]["response"]["output"])
