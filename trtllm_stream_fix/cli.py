@@ -93,6 +93,11 @@ def _serve(args: argparse.Namespace, rest: list[str]) -> int:
         names = ("max_body_bytes", "max_input_chars", "max_input_tokens", "header_timeout")
         given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
         limits = ServerLimits(**given)
+        from .websocket import WebSocketSettings
+
+        websocket = WebSocketSettings(
+            enabled=not args.no_websocket, lifetime_seconds=args.websocket_lifetime
+        )
     except ImportError as exc:
         print(f"{PROG} serve: {missing_extra(exc) or exc}", file=sys.stderr)
         return 2
@@ -107,6 +112,7 @@ def _serve(args: argparse.Namespace, rest: list[str]) -> int:
         allow_faults=args.allow_faults,
         models=tuple(args.model or ("gpt-oss-20b", "gpt-oss-120b")),
         store=store,
+        websocket=websocket,
     )
     try:
         sock = bind(args.host, args.port)
@@ -199,6 +205,19 @@ def _add_serve(sub: Any, with_scenarios: bool) -> None:
         "max_bytes=268435456&ttl=SECONDS) or redis://HOST:PORT/DB?prefix=P&ttl=SECONDS&"
         "timeout=SECONDS, shared by every replica given the same URL (default: "
         "$TRTLLM_STREAM_FIX_STORE, else memory)",
+    )
+    p.add_argument(
+        "--no-websocket",
+        action="store_true",
+        help="refuse Responses WebSocket mode (GET /v1/responses upgrades get 426; clients "
+        "fall back to HTTP)",
+    )
+    p.add_argument(
+        "--websocket-lifetime",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="a WebSocket connection's lifetime (default 3600, as OpenAI's)",
     )
     limits = p.add_argument_group("request and connection limits")
     limits.add_argument("--max-body-bytes", type=int, help="body size (default 1 MiB; 413)")

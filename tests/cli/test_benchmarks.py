@@ -510,3 +510,16 @@ def test_checker_report_quick_json_shape() -> None:
     }
     for row in rows:
         assert 0 < row["report_bytes"] <= 16_384 and row["violations_counted"] > 100, row
+
+
+def test_agent_loop_quick_checks_every_turn_of_each_transport(tmp_path: Path) -> None:
+    proc = run_script("agent_loop.py", "--quick", "--json", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["problems"] == []
+    rows = {row["mode"]: row for row in report["rows"]}
+    assert list(rows) == ["http-memory", "websocket", "websocket-plain"]
+    for row in rows.values():
+        assert row["checked"] == row["conversations"] * row["turns"] == 12
+        assert 0 < row["added_p50_ms"] <= row["e2e_p99_ms"]
+    assert (tmp_path / "agent_loop_quick.png").stat().st_size > 0

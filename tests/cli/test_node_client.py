@@ -28,6 +28,7 @@ from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "tests" / "node" / "client.mjs"
 AI_SDK_AGENT = ROOT / "tests" / "node" / "ai_sdk_agent.mjs"
+RESPONSES_WS = ROOT / "tests" / "node" / "responses_ws.mjs"
 PACKAGES = json.loads((ROOT / "tests" / "node" / "package.json").read_text())["dependencies"]
 SDK_VERSION = PACKAGES["openai"]
 RESPONSES_STREAMS = 8
@@ -54,6 +55,11 @@ def _node_with(*packages: str) -> str:
 @pytest.fixture(scope="module")
 def node() -> str:
     return _node_with("openai")
+
+
+@pytest.fixture(scope="module")
+def ws_node() -> str:
+    return _node_with("openai", "ws")
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +123,28 @@ def test_the_vercel_ai_sdk_runs_a_tool_loop_with_item_references(ai_sdk_node):
         first, second = run["sent"]
         assert first == ["message"] and "item_reference" in second, run
         assert "get_weather returned" in run["text"], run
+
+
+@pytest.mark.parametrize("stream_interval", [1, 20])
+def test_the_node_sdk_runs_responses_websocket_mode(ws_node, stream_interval):
+    """``ResponsesWS``: a store: false tool loop, two lanes, generate: false, a reconnect
+    (previous_response_not_found, then a fresh turn); every turn strictly checked."""
+    from trtllm_stream_fix.testing.ws_client import checked
+
+    app = create_app(EngineConfig(stream_interval=stream_interval))
+    summary, turns, done = _node_script(ws_node, RESPONSES_WS, app)
+    assert summary["ok"] and done.returncode == 0, (turns, done.stderr)
+    names = [t["name"] for t in turns]
+    assert names == [
+        "tool call",
+        "tool answer",
+        "lane left",
+        "lane right",
+        "generate false",
+        "after warm-up",
+        "reconnect",
+        "fresh turn",
+    ], turns
+    for turn in turns:
+        if "events" in turn:
+            checked(turn["events"])

@@ -10,8 +10,10 @@ up to ``max_lanes`` named ones), the count of admitted turns, and each lane's la
 (its full input and output items), so a ``store: false`` continuation on this connection is
 expanded into the full input. A ``previous_response_id`` that no lane holds falls back to the
 server's response store when the turn stores (``store`` true, the default), and is
-``previous_response_not_found`` otherwise. A same-lane continuation that fails evicts its
-parent; a failed fork from another lane keeps it.
+``previous_response_not_found`` otherwise; a cached conversation that continues a stored
+response keeps that id (``base_id``), so the store still supplies the history before it.
+A same-lane continuation that fails evicts its parent; a failed fork from another lane
+keeps it.
 
 :func:`error_event` builds OpenAI's WebSocket ``error`` event
 (``{"type": "error", "status", "error": {"type", "code", "message", "param"}}``).
@@ -51,6 +53,8 @@ class ResponseCreate:
     body: dict[str, Any]
     stream_id: str | None = None
     generate: bool = True
+    #: The frame's length (the input's share of the lane cache's size).
+    size: int = 0
 
 
 def error_event(
@@ -162,7 +166,7 @@ def parse_frame(text: str | bytes, *, max_depth: int = jsonlimits.MAX_DEPTH) -> 
         for k, v in data.items()
         if k not in ("type", "stream", "stream_id", "generate", "stream_options", "background")
     }
-    return ResponseCreate(body, lane, generate)
+    return ResponseCreate(body, lane, generate, len(text))
 
 
 def input_items(value: Any) -> list[Any]:
@@ -185,6 +189,10 @@ class CachedResponse:
     id: str
     input: list[Any]
     output: list[Any]
+    #: About the JSON size of ``input`` and ``output`` (bytes).
+    size: int = 0
+    #: A response in the server's store that ``input`` continues (its history is not here).
+    base_id: str | None = None
 
 
 @dataclass
@@ -199,6 +207,10 @@ class Turn:
     parent_id: str | None = None
     parent_lane: Lane = None
     from_cache: bool = False
+    #: About the JSON size of ``input`` (the parent's conversation and this frame).
+    size: int = 0
+    #: The stored response ``body`` continues (its ``previous_response_id``), if any.
+    base_id: str | None = None
 
     @property
     def lane(self) -> Lane:
@@ -214,6 +226,7 @@ class ConnectionState:
     cache: dict[Lane, CachedResponse] = field(default_factory=dict)
     named: set[str] = field(default_factory=set)
     pending: int = 0
+    pending_bytes: int = 0
 
     def expired(self, now: float) -> bool:
         return now - self.opened_at >= self.settings.lifetime_seconds
@@ -226,8 +239,9 @@ class ConnectionState:
         )
 
     def admit(self, create: ResponseCreate) -> None:
-        """Count ``create`` in (its lane opened): ``websocket_stream_limit_reached`` past
-        ``max_lanes`` named lanes or ``max_queued`` unfinished turns."""
+        """Count ``create`` in (its lane opened) until :meth:`finish`:
+        ``websocket_stream_limit_reached`` past ``max_lanes`` named lanes, ``max_queued``
+        unfinished turns or ``max_queued_bytes`` of their frames."""
         lane = create.stream_id
         if lane is not None and lane not in self.named:
             if len(self.named) >= self.settings.max_lanes:
@@ -238,10 +252,16 @@ class ConnectionState:
                     "websocket_stream_limit_reached",
                     lane,
                 )
-        if self.pending >= self.settings.max_queued:
+        full = self.pending_bytes + create.size > self.settings.max_queued_bytes
+        if self.pending >= self.settings.max_queued or (self.pending and full):
+            limit = (
+                f"{self.settings.max_queued} responses"
+                if self.pending >= self.settings.max_queued
+                else f"{self.settings.max_queued_bytes} bytes of requests"
+            )
             raise _invalid(
-                f"Too many responses queued on this connection (at most "
-                f"{self.settings.max_queued}); wait for one to finish.",
+                f"Too many responses queued on this connection (at most {limit}); "
+                "wait for one to finish.",
                 None,
                 "websocket_stream_limit_reached",
                 lane,
@@ -249,6 +269,12 @@ class ConnectionState:
         if lane is not None:
             self.named.add(lane)
         self.pending += 1
+        self.pending_bytes += create.size
+
+    def finish(self, create: ResponseCreate) -> None:
+        """An admitted ``create`` is done (answered, refused or cut)."""
+        self.pending -= 1
+        self.pending_bytes -= create.size
 
     def find(self, response_id: str) -> tuple[Lane, CachedResponse] | None:
         for lane, cached in self.cache.items():
@@ -265,7 +291,7 @@ class ConnectionState:
         own = input_items(body.get("input"))
         parent_id = body.get("previous_response_id")
         if parent_id is None:
-            return Turn(create, body, own)
+            return Turn(create, body, own, size=create.size)
         if not isinstance(parent_id, str):
             raise _invalid(
                 "Invalid type for 'previous_response_id': expected a string.",
@@ -276,7 +302,7 @@ class ConnectionState:
         found = self.find(parent_id)
         if found is None:
             if body.get("store", True) is not False:
-                return Turn(create, body, own, parent_id=parent_id)
+                return Turn(create, body, own, parent_id, size=create.size, base_id=parent_id)
             raise _invalid(
                 f"Previous response with id '{parent_id}' not found.",
                 "previous_response_id",
@@ -285,29 +311,39 @@ class ConnectionState:
             )
         lane, cached = found
         full = [*cached.input, *cached.output, *own]
-        del body["previous_response_id"]
+        if cached.base_id is None:
+            del body["previous_response_id"]
+        else:  # the cached conversation continues a stored response: the store reads it
+            body["previous_response_id"] = cached.base_id
         body["input"] = full
-        return Turn(create, body, full, parent_id, lane, from_cache=True)
+        size = cached.size + create.size
+        return Turn(
+            create, body, full, parent_id, lane, from_cache=True, size=size, base_id=cached.base_id
+        )
 
-    def end(self, turn: Turn | None, terminal: Mapping[str, Any] | None) -> None:
-        """A turn ended: with its terminal event (``terminal``), or refused / failed / cut
-        (None). A completed or incomplete response becomes its lane's latest; a failed
-        same-lane continuation evicts its parent."""
-        self.pending -= 1
-        if turn is None:
-            return
+    def end(self, turn: Turn, terminal: Mapping[str, Any] | None, terminal_size: int = 0) -> None:
+        """A started turn ended: with its terminal event (``terminal``, about
+        ``terminal_size`` bytes of JSON), or failed / cut (None). A completed or incomplete
+        response becomes its lane's latest (unless the connection's cache would pass
+        ``max_cache_bytes``: then the lane keeps nothing); a failed same-lane continuation
+        evicts its parent."""
         kind = terminal.get("type") if terminal is not None else None
-        if terminal is not None and kind in CACHED_TYPES:
-            response = terminal.get("response") or {}
-            output = response.get("output")
-            if isinstance(response.get("id"), str) and isinstance(output, list):
-                self.cache[turn.lane] = CachedResponse(response["id"], turn.input, output)
+        if terminal is None or kind not in CACHED_TYPES:
+            self.evict_parent(turn)
             return
-        self.evict_parent(turn)
+        response = terminal.get("response") or {}
+        output = response.get("output")
+        self.cache.pop(turn.lane, None)
+        if not isinstance(response.get("id"), str) or not isinstance(output, list):
+            return
+        size = turn.size + terminal_size
+        if self.cached_bytes() + size <= self.settings.max_cache_bytes:
+            self.cache[turn.lane] = CachedResponse(
+                response["id"], turn.input, output, size, turn.base_id
+            )
 
-    def cache_warmup(self, turn: Turn, response_id: str) -> None:
-        """A ``generate: false`` turn's response: its input, no output."""
-        self.cache[turn.lane] = CachedResponse(response_id, turn.input, [])
+    def cached_bytes(self) -> int:
+        return sum(cached.size for cached in self.cache.values())
 
     def evict_parent(self, turn: Turn) -> None:
         if turn.parent_id is None or turn.parent_lane != turn.lane:
@@ -324,6 +360,6 @@ def tag_event(event: dict[str, Any], turn: Turn) -> dict[str, Any]:
         event["stream_id"] = turn.create.stream_id
     if turn.from_cache:
         response = event.get("response")
-        if isinstance(response, dict) and response.get("previous_response_id") is None:
+        if isinstance(response, dict):
             response["previous_response_id"] = turn.parent_id
     return event

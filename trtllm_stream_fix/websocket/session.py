@@ -96,7 +96,10 @@ async def serve_websocket(
         )
         return
     try:
-        await websocket.accept()
+        try:
+            await websocket.accept()
+        except (RuntimeError, OSError):  # the client left during the handshake
+            return
         await _Connection(websocket, run_turn, store, settings).run()
     finally:
         gate.release()
@@ -205,6 +208,7 @@ class _Connection:
     async def _turn(self, create: ResponseCreate) -> None:
         turn: Turn | None = None
         terminal: dict[str, Any] | None = None
+        size = 0
         try:
             turn = self.state.begin(create)
             if turn.from_cache is False and turn.parent_id is not None and not self.has_store:
@@ -216,11 +220,11 @@ class _Connection:
                     stream_id=create.stream_id,
                 )
             if create.generate:
-                terminal = await self._generate(turn)
+                terminal, size = await self._generate(turn)
             else:
                 _, events = warmup_events(turn.body)
                 for event in events:
-                    await self._send(tag_event(event, turn))
+                    size = await self._send(tag_event(event, turn))
                 terminal = events[-1]
         except ClientEventError as exc:
             if exc.stream_id is None:
@@ -242,25 +246,29 @@ class _Connection:
                 )
             )
         finally:
-            self.state.end(turn, terminal)
+            if turn is not None:
+                self.state.end(turn, terminal, size)
+            self.state.finish(create)
             if self.state.pending == 0:
                 self.idle.set()
 
-    async def _generate(self, turn: Turn) -> dict[str, Any] | None:
+    async def _generate(self, turn: Turn) -> tuple[dict[str, Any] | None, int]:
+        """The turn's terminal event (None if it had none) and its size in bytes."""
         events = self.run_turn({**turn.body, "stream": True})
         try:
             async for event in events:
-                await self._send(tag_event(event, turn))
+                size = await self._send(tag_event(event, turn))
                 if event.get("type") in TERMINAL_TYPES:
-                    return event
-            return None
+                    return event, size
+            return None, 0
         finally:
             await events.aclose()  # type: ignore[attr-defined]
 
     async def _refuse(self, exc: ClientEventError) -> None:
         await self._send(client_error_event(exc))
 
-    async def _send(self, event: dict[str, Any]) -> None:
+    async def _send(self, event: dict[str, Any]) -> int:
+        """Send ``event`` as one text frame; its length."""
         if self.gone:
             raise _Gone
         text = _dumps(event)
@@ -270,6 +278,7 @@ class _Connection:
             except Exception:  # the client left (closed socket, reset connection)
                 self.gone = True
                 raise _Gone from None
+        return len(text)
 
     async def _lifetime(self) -> None:
         await asyncio.sleep(self.settings.lifetime_seconds)

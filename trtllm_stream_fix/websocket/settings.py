@@ -17,29 +17,36 @@ class WebSocketSettings:
     ``enabled``: off answers every upgrade with 426 (clients fall back to HTTP).
     ``max_in_flight``: responses generating at once per connection (more wait in FIFO).
     ``max_queued``: turns admitted but not finished per connection (in flight + waiting);
-    one more is refused with ``websocket_stream_limit_reached``.
+    one more is refused with ``websocket_stream_limit_reached``, and so is one whose frame
+    would take their frames past ``max_queued_bytes`` (a lone turn is always admitted).
     ``max_lanes``: distinct named ``stream_id`` lanes per connection (the default lane is
     not counted). ``lifetime_seconds``: a connection's age limit, after which it ends with
     ``websocket_connection_limit_reached``. ``max_frame_bytes``: the largest client text
     frame (larger: an ``error`` event, the connection kept). ``max_json_depth``: nesting
     bound of a frame's JSON. ``max_connections``: open WebSocket connections per process
-    (:class:`ConnectionGate`; more get 426).
+    (:class:`ConnectionGate`; more get 426). ``max_cache_bytes``: the lanes' cached
+    conversations per connection (about their JSON size); a response that would pass it is
+    not cached (its continuation falls back to the store, or is
+    ``previous_response_not_found`` with ``store: false``).
     """
 
     enabled: bool = True
     max_in_flight: int = 16
     max_queued: int = 64
+    max_queued_bytes: int = 16 * 1024 * 1024
     max_lanes: int = 32
     lifetime_seconds: float = 3600.0
     max_frame_bytes: int = 1024 * 1024
     max_json_depth: int = 64
     max_connections: int = 100
+    max_cache_bytes: int = 16 * 1024 * 1024
 
     def __post_init__(self) -> None:
-        for name in ("max_in_flight", "max_queued", "max_frame_bytes", "max_json_depth"):
+        names = ("max_in_flight", "max_queued", "max_queued_bytes", "max_frame_bytes")
+        for name in (*names, "max_json_depth"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
-        for name in ("max_lanes", "max_connections"):
+        for name in ("max_lanes", "max_connections", "max_cache_bytes"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         if not self.lifetime_seconds > 0:
