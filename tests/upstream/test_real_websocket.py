@@ -227,3 +227,15 @@ def test_openai_python_runs_a_tool_loop_over_the_socket(served):
         )
     assert second[-1]["type"] == "response.completed"
     assert any(i["type"] == "message" for i in second[-1]["response"]["output"])
+
+
+def test_the_open_responses_websocket_behaviours_hold(served):
+    """The six WebSocket behaviours of the Open Responses conformance suite
+    (``testing.ws_client.conformance``), each turn strict-checker clean."""
+    import asyncio
+
+    from trtllm_stream_fix.testing.ws_client import conformance
+
+    behaviours = asyncio.run(conformance(served[20], {"model": MODEL}))
+    failed = [f"{b.name}: {b.detail}" for b in behaviours if not b.ok]
+    assert len(behaviours) == 6 and not failed, failed
