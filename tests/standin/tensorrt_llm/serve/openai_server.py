@@ -23,12 +23,13 @@ SSE frames, a ``JSONResponse`` body, or upstream's flat error body (a 404 for an
 ``previous_response_id``), and starts ``await_disconnected(raw_request, promise)``, which
 polls ``raw_request.is_disconnected()`` and aborts the unfinished engine request (recorded
 in ``aborted``). Called without one (the tests' direct calls), it returns the SSE generator
-or the response object.
+or the response object (its signature is upstream's: ``raw_request`` has no default).
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import pickle
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -58,6 +59,16 @@ from .responses_utils import create_response as responses_api_create_response
 from .responses_utils import request_preprocess as responses_api_request_preprocess
 
 Engine = Callable[[list[int], Any], AsyncIterator[Any]]
+
+
+def _without_default(func: Any, name: str) -> inspect.Signature:
+    """``func``'s signature with parameter ``name`` required."""
+    signature = inspect.signature(func)
+    params = [
+        p.replace(default=inspect.Parameter.empty) if p.name == name else p
+        for p in signature.parameters.values()
+    ]
+    return signature.replace(parameters=params)
 
 
 class OpenAIServer:
@@ -137,6 +148,10 @@ class OpenAIServer:
         if request.stream:
             return StreamingResponse(content=answer, media_type="text/event-stream")
         return JSONResponse(content=answer.model_dump())
+
+    # Upstream's shape, ``(self, request, raw_request)``: the default above only lets the
+    # tests call the handler directly without a raw request.
+    openai_responses.__signature__ = _without_default(openai_responses, "raw_request")
 
     async def _respond(self, request: ResponsesRequest, raw_request: Any = None) -> Any:
         prev_response = None
