@@ -239,3 +239,49 @@ def test_the_open_responses_websocket_behaviours_hold(served):
     behaviours = asyncio.run(conformance(served[20], {"model": MODEL}))
     failed = [f"{b.name}: {b.detail}" for b in behaviours if not b.ok]
     assert len(behaviours) == 6 and not failed, failed
+
+
+DISCONNECT = r"""
+import asyncio, json, sys, time
+from trtllm_stream_fix.plugin.bootstrap import register
+register()  # the import hook, as the .pth file registers it
+from trtllm_stream_fix.testing.realstub import server as realstub_server
+from trtllm_stream_fix.testing.realstub.server import EngineSettings, FakeGeneration, build_app
+aborted = []
+step = FakeGeneration._step
+async def slow_step(self):  # an engine response every 20 ms: the turn outlives the socket
+    await asyncio.sleep(0.02)
+    await step(self)
+FakeGeneration._step = slow_step
+def abort(self):  # upstream's watcher calls it; the steps left show the turn was cut short
+    aborted.append(len(self._steps))
+    self._aborted = True
+FakeGeneration.abort = abort
+app, server, _ = build_app(sys.argv[1], EngineSettings(stream_interval=1))
+from starlette.testclient import TestClient
+with TestClient(app) as client:
+    with client.websocket_connect("/v1/responses") as ws:
+        ws.send_text(json.dumps({"type": "response.create", "model": "gpt-oss-20b",
+                                 "input": "hi, seed 3", "store": False}))
+        first = json.loads(ws.receive_text())["type"]
+    deadline = time.monotonic() + 10  # upstream's watcher polls once a second
+    while not aborted and time.monotonic() < deadline:
+        time.sleep(0.05)
+print("RESULT " + json.dumps({"first": first, "aborted": aborted}))
+"""
+
+
+def test_a_socket_closed_mid_turn_aborts_the_engine_request(tree):
+    """The client leaves after ``response.created``: upstream's own ``await_disconnected``
+    sees the turn's raw request disconnected and aborts the unfinished generation."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", DISCONNECT, tree], capture_output=True, text=True, timeout=300
+    )
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+    assert line, proc.stderr[-3000:]
+    result = json.loads(line[len("RESULT ") :])
+    assert result["first"] == "response.created"
+    assert len(result["aborted"]) == 1 and result["aborted"][0] > 0, result  # steps were left
