@@ -178,3 +178,27 @@ def conversation_store(outputs: list[Any]) -> Probe:
         [f"store: {stats['store']}", f"round trips: {stats['passed']}/{stats['checks']}"],
         stats,
     )
+
+
+def websocket_turns(outputs: list[Any]) -> Probe:
+    """``GET /v1/responses`` upgraded by the group's route: upstream's processor's streams
+    over a WebSocket session equal the SSE streams, pass the strict checker and are the same
+    at stream_interval 1 and 20; an error answer is an ``error`` event; a closed socket is
+    seen by ``raw_request.is_disconnected()`` (``websocket_probe``)."""
+    from .websocket_probe import check_websocket
+
+    w = check_websocket(outputs[: max(len(outputs) // 5, 1)])
+    n = w["streams"]
+    ok = bool(n) and w["bound"] and w["same"] == w["strict"] == n
+    ok = ok and w["identical"] == w["compared"] and w["error_event"] and w["disconnect"]
+    return _result(
+        ok,
+        [
+            f"WebSocket turns (stream_interval 1 and 20): {w['same']}/{n} equal to the SSE "
+            f"stream, strict checker {w['strict']}/{n}, same as at 1: "
+            f"{w['identical']}/{w['compared']}",
+            f"error answer as an error event, socket kept: {'yes' if w['error_event'] else 'no'}"
+            f"; closed socket seen by raw_request: {'yes' if w['disconnect'] else 'no'}",
+        ],
+        w,
+    )
