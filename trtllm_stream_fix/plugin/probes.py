@@ -14,6 +14,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from .upstream_names import OPENAI_SERVER, RESPONSES_UTILS
+
 
 @dataclass(frozen=True)
 class ProbeResult:
@@ -27,7 +29,10 @@ class ProbeResult:
     not_checked: str | None = None  # why the probe could not run here (not a failure)
 
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        found = dataclasses.asdict(self)
+        if self.not_checked is None:
+            del found["not_checked"]
+        return found
 
 
 Probe = ProbeResult
@@ -144,12 +149,12 @@ def missing_server_file() -> str | None:
     from pathlib import Path
 
     try:
-        spec = importlib.util.find_spec("tensorrt_llm.serve.openai_server")
+        spec = importlib.util.find_spec(OPENAI_SERVER)
     except (ImportError, ValueError):
         spec = None
     if spec is not None and spec.has_location and spec.origin:
         return None  # a real file (a stand-in for a missing one has no location)
-    utils = importlib.import_module("tensorrt_llm.serve.responses_utils")
+    utils = importlib.import_module(RESPONSES_UTILS)
     where = Path(utils.__file__ or "tensorrt_llm/serve/responses_utils.py").with_name(
         "openai_server.py"
     )

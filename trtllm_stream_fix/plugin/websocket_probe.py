@@ -25,6 +25,10 @@ from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
+from ..core.events import TERMINAL_TYPES
+from .marker import is_ours
+from .upstream_names import OPENAI_SERVER
+
 SPLITS = (1, 20)
 MODEL = "gpt-oss-20b"
 REJECT = "probe: reject"
@@ -89,7 +93,7 @@ def _turn(ws: Any, text: str, limit: int = 1) -> list[dict[str, Any]]:
     while True:
         event = json.loads(ws.receive_text())
         events.append(event)
-        done = event["type"] in ("response.completed", "response.incomplete", "response.failed")
+        done = event["type"] in TERMINAL_TYPES
         if done or (event["type"] == "error" and len(events) in (1, limit + 1)):
             return events
 
@@ -117,9 +121,9 @@ def check_websocket(outputs: list[Any]) -> dict[str, Any]:
     from ..plugin.realstub.drive import comparable
     from .websocket_route import add_route
 
-    server_module = importlib.import_module("tensorrt_llm.serve.openai_server")
+    server_module = importlib.import_module(OPENAI_SERVER)
     examples: list[str] = []
-    bound = bool(getattr(server_module.OpenAIServer, "__trtllm_stream_fix__", False))
+    bound = is_ours(server_module.OpenAIServer)
     if not bound:
         examples.append("openai_server.OpenAIServer is not the plugin's WebSocket class")
     streams = {

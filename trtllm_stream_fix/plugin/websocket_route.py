@@ -28,12 +28,13 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from ..core.config import env_choice
+from ..core.config import WEBSOCKET_ENV, env_choice
+from .marker import MARKER
 from .websocket_turns import RESPONSES_PATH, UpstreamTurns, responses_handler
 
 logger = logging.getLogger("trtllm_stream_fix.plugin")
 
-ENV = "TRTLLM_STREAM_FIX_WEBSOCKET"
+ENV = WEBSOCKET_ENV
 Switch = Literal["on", "off"]
 #: uvicorn serves WebSocket upgrades with one of these (its ``ws="auto"`` picks the first).
 LIBRARIES = ("websockets", "wsproto")
@@ -152,6 +153,6 @@ def with_websocket(server_class: Any) -> Any:
             "__init__": __init__,
             "__module__": __name__,
             "__doc__": server_class.__doc__,
-            "__trtllm_stream_fix__": True,  # peeled off by targets.upstream_class
+            MARKER: True,  # peeled off by targets.upstream_class
         },
     )

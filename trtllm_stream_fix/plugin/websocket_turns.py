@@ -29,11 +29,12 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from ..core.events import TERMINAL_TYPES
 from ..jsonlimits import loads
 
 RESPONSES_PATH = "/v1/responses"
 PREVIOUS_NOT_FOUND = "previous_response_not_found"
-TERMINAL = ("response.completed", "response.incomplete", "response.failed")
+TERMINAL = TERMINAL_TYPES
 
 
 class IncompleteStream(RuntimeError):
