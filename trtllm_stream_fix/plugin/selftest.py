@@ -48,6 +48,11 @@ def run(source: str | None, count: int) -> dict[str, Any]:
         align_protocol(openai_protocol)  # the tree's server imports (the store group's probe)
     from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
 
+    try:  # the server module too, as trtllm-serve loads it (the websocket group patches it)
+        importlib.import_module("tensorrt_llm.serve.openai_server")
+    except Exception:  # a group that needs it then reports NOT LOADED
+        pass
+
     from ..sim.model import generate_outputs
     from . import registry
     from .installer import group_states, install, last_refusals
