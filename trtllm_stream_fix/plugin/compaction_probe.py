@@ -81,8 +81,7 @@ async def _run(checks: list[tuple[str, bool]]) -> None:
     from .compaction_turns import PluginRequestError
 
     sampling = vars(importlib.import_module(OPENAI_SERVER))["SamplingParams"]
-    server = SimpleNamespace(generator=ProbeGenerator())
-    turns = compaction_for(server)
+    turns = compaction_for(SimpleNamespace(generator=ProbeGenerator()))
     assert turns.sampling_params_class is sampling
     body = await turns.compact_body(json.dumps({"model": MODEL, "input": CONVERSATION}).encode())
     window = body["output"]

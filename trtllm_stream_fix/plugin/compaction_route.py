@@ -56,7 +56,7 @@ def compaction_for(server: Any) -> UpstreamCompaction:
     """The server's :class:`UpstreamCompaction` (made on first use)."""
     found = getattr(server, _ATTR, None)
     if found is None:
-        found = UpstreamCompaction(server.generator, _sampling_params_class())
+        found = UpstreamCompaction(lambda: server.generator, _sampling_params_class())
         setattr(server, _ATTR, found)
     return found
 

@@ -72,11 +72,12 @@ def _plain(items: Any) -> Any:
 
 
 class UpstreamCompaction:
-    """Compaction for one upstream server (see the module docstring)."""
+    """Compaction for one upstream server (see the module docstring); ``generator`` gives
+    upstream's generator when the first summary is generated."""
 
     def __init__(
         self,
-        generator: Any,
+        generator: Callable[[], Any],
         sampling_params_class: Callable[..., Any],
         key: bytes | None = None,
         encoding: Any = None,
@@ -96,7 +97,7 @@ class UpstreamCompaction:
             from ..compaction.upstream_engine import engine_generate
 
             stop = list(self.encoding.stop_tokens_for_assistant_actions())
-            generate = engine_generate(self.generator, self.sampling_params_class, stop)
+            generate = engine_generate(self.generator(), self.sampling_params_class, stop)
             codec = BlobCodec(self._key if self._key is not None else load_key())
             self._compactor = Compactor(codec, self.encoding, generate)
         return self._compactor
