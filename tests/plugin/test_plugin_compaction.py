@@ -298,5 +298,3 @@ def test_compact_body_errors_are_openai_shaped():
     assert no_model.status_code == 400 and no_model.json()["error"]["param"] == "model"
     assert previous.json()["error"]["param"] == "previous_response_id"
     assert bad_json.status_code == 400 and "error" in bad_json.json()
-
-
