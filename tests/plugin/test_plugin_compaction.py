@@ -97,13 +97,18 @@ def _compact(client, items=CONVERSATION) -> dict:
     return answer.json()
 
 
+def _ours(cls) -> bool:
+    """Whether the compaction group's subclass is in ``cls``'s MRO."""
+    return any(c.__module__.endswith("compaction_route") for c in cls.__mro__)
+
+
 def test_install_subclasses_openai_server_and_uninstall_restores_it():
     original = openai_server.OpenAIServer
-    outcomes = {o.target: o for o in install().outcomes}
-    assert outcomes[SERVER].status == "patched"
+    outcomes = [o for o in install().outcomes if o.target == SERVER]
+    assert outcomes and all(o.status == "patched" for o in outcomes)
     assert install_mod.group_states()["compaction"] == "installed"
     assert issubclass(openai_server.OpenAIServer, original)
-    assert openai_server.OpenAIServer is not original
+    assert _ours(openai_server.OpenAIServer)
     uninstall()
     assert openai_server.OpenAIServer is original
 
@@ -205,10 +210,12 @@ def test_refused_without_cryptography(monkeypatch):
         return None if name == "cryptography" else find_spec(name, *args, **kwargs)
 
     monkeypatch.setattr(importlib.util, "find_spec", without)
-    outcomes = {o.target: o for o in install().outcomes}
-    assert outcomes[SERVER].status == "refused"
+    outcomes = [o for o in install().outcomes if o.target == SERVER]
+    assert "refused" in {o.status for o in outcomes}
+    assert install_mod.group_states()["compaction"] == "refused"
     assert "cryptography is not installed" in install_mod.last_refusals()["compaction"]
-    assert openai_server.OpenAIServer is original
+    assert not _ours(openai_server.OpenAIServer)
+    assert issubclass(openai_server.OpenAIServer, original)
     assert install_mod.group_states()["responses"] == "installed"
 
 
@@ -222,7 +229,7 @@ def test_a_handler_of_another_shape_is_refused_with_the_reason(monkeypatch):
     monkeypatch.setattr(openai_server, "OpenAIServer", Changed)
     install()
     assert "OpenAIServer.openai_responses" in install_mod.last_refusals()["compaction"]
-    assert openai_server.OpenAIServer is Changed
+    assert not _ours(openai_server.OpenAIServer)
 
 
 def test_a_second_group_on_openai_server_stacks_and_uninstall_takes_both_off(monkeypatch):
@@ -240,7 +247,8 @@ def test_a_second_group_on_openai_server_stacks_and_uninstall_takes_both_off(mon
     monkeypatch.setattr(registry, "GROUPS", (*registry.GROUPS[:-1], other, registry.GROUPS[-1]))
     monkeypatch.setattr(registry, "PATCHES", (*registry.PATCHES, patch))
     outcomes = [o for o in install().outcomes if o.target == SERVER]
-    assert [o.status for o in outcomes] == ["patched", "patched"]
+    assert len(outcomes) >= 2 and {o.status for o in outcomes} == {"patched"}
+    assert any("on group" in o.detail for o in outcomes)  # a layer on the first group's
     states = install_mod.group_states()
     assert states["other"] == states["compaction"] == "installed"
     server = openai_server.OpenAIServer(_engine([]))

@@ -158,7 +158,15 @@ def with_compaction(server_class: Any) -> Any:
     async def openai_responses(self: Any, request: Any, raw_request: Any = None) -> Any:
         return await responses(self, original, request, raw_request)
 
-    openai_responses.__signature__ = _signature(original)  # type: ignore[attr-defined]
+    # upstream's parameters and annotations (resolved): FastAPI parses the body by them, and
+    # so does anything reading the handler's ``request`` annotation
+    signature = _signature(original)
+    openai_responses.__signature__ = signature  # type: ignore[attr-defined]
+    openai_responses.__annotations__ = {
+        name: p.annotation
+        for name, p in signature.parameters.items()
+        if p.annotation is not inspect.Parameter.empty
+    }
     openai_responses.__doc__ = original.__doc__
     return type(
         f"{server_class.__name__}WithCompaction",
