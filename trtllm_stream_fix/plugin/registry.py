@@ -63,6 +63,7 @@ from .targets import (
     Target,
     shape,
 )
+from .upstream_names import SAMPLING_PARAMS
 
 EARLY = "early-2026"
 TOOL_CALL_IDS = "tool-call-ids"
@@ -713,7 +714,7 @@ PATCHES: tuple[Patch, ...] = (
                 OPENAI_SERVER,
                 "SamplingParams",
                 kind="binding",
-                source="tensorrt_llm.sampling_params",
+                source=SAMPLING_PARAMS,
             ),
         ),
         why=(
