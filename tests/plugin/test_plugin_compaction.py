@@ -27,11 +27,11 @@ from tensorrt_llm.serve import openai_server, responses_utils
 
 from trtllm_stream_fix.checker.responses import check_responses_events
 from trtllm_stream_fix.compaction.prompt import COMPACTION_PROMPT
-from trtllm_stream_fix.compaction.sim_model import summary_for_prompt
 from trtllm_stream_fix.compaction.window import SUMMARY_PREFIX
 from trtllm_stream_fix.plugin import installer as install_mod
 from trtllm_stream_fix.plugin import registry
 from trtllm_stream_fix.plugin.installer import install, uninstall
+from trtllm_stream_fix.sim.compaction_model import summary_for_prompt
 from trtllm_stream_fix.sim.model import named_output
 
 pytestmark = pytest.mark.cpu_only

@@ -3,7 +3,7 @@
 
 Runs for each tree of ``TRTLLM_SOURCE_DIRS`` / ``TRTLLM_SOURCE_DIR`` with an
 ``openai_server.py``; skips with the reason otherwise. The fake engine answers the
-compaction prompt with the simulated summary (``compaction.sim_model``), generated through
+compaction prompt with the simulated summary (``sim.compaction_model``), generated through
 upstream's ``generator.generate_async``. Contract: unpatched, ``/v1/responses/compact`` is
 not served and a ``compaction`` input item is refused; with the plugin, openai-python's
 ``responses.compact`` returns a window ending in one compaction item, that window continues

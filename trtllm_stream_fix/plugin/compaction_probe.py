@@ -52,7 +52,7 @@ class ProbeGenerator:
     def generate_async(
         self, inputs: Any, sampling_params: Any = None, streaming: bool = False, **_: Any
     ) -> AsyncIterator[_Result]:
-        from ..compaction.sim_model import summary_for_prompt
+        from ..sim.compaction_model import summary_for_prompt
 
         self.calls += 1
         output = summary_for_prompt(list(inputs))

@@ -49,7 +49,8 @@ def run(source: str | None, count: int) -> dict[str, Any]:
         align_protocol(openai_protocol)  # the tree's server imports (the store group's probe)
     from tensorrt_llm.serve import postprocess_handlers, responses_utils  # noqa: F401
 
-    try:  # the server module too, as trtllm-serve loads it (the compaction group patches it)
+    try:  # the server module too, as trtllm-serve loads it (the websocket and compaction
+        # groups patch it)
         importlib.import_module(OPENAI_SERVER)
     except Exception:  # a group that needs it then reports NOT LOADED
         pass

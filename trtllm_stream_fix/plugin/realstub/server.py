@@ -12,7 +12,7 @@ loopback. It prints ``LISTENING <url>`` on stdout once the socket is bound.
 ``token_ids_diff``, ``_done``, ``finish_reason`` on the last one, the stop token trimmed), a
 response every ``stream_interval`` iterations, each iteration 1 + 0..``draft_tokens``
 accepted draft tokens. What it generates comes from the prompt (Harmony tokens, decoded):
-the compaction prompt gets the simulated summary (``compaction.sim_model``); a tool
+the compaction prompt gets the simulated summary (``sim.compaction_model``); a tool
 output (``<|start|>functions.NAME``) after the last user turn gets a final answer;
 declared function tools get a ``get_weather`` call; ``scenario NAME`` in the user text a
 named fixture; ``seed N`` the synthetic generation of that seed; anything else the
@@ -79,7 +79,7 @@ def _encoding() -> Any:
 
 def choose_output(prompt: list[int]) -> Any:
     """The synthetic generation the fake engine produces for ``prompt`` (see module doc)."""
-    from ...compaction.sim_model import summary_for_prompt
+    from ...sim.compaction_model import summary_for_prompt
     from ...sim.model import generate_output, named_output
 
     text = _encoding().decode(list(prompt))
