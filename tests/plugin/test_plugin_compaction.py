@@ -306,3 +306,78 @@ def test_compact_body_errors_are_openai_shaped():
     assert no_model.status_code == 400 and no_model.json()["error"]["param"] == "model"
     assert previous.json()["error"]["param"] == "previous_response_id"
     assert bad_json.status_code == 400 and "error" in bad_json.json()
+
+
+def _long_conversation(turns: int = 12) -> list[dict]:
+    words = " ".join(f"word{n}" for n in range(60))
+    items: list[dict] = []
+    for n in range(turns):
+        items.append({"type": "message", "role": "user", "content": f"Step {n}: {words}"})
+        answer = [{"type": "output_text", "text": f"Did step {n}. {words}"}]
+        items.append({"type": "message", "role": "assistant", "content": answer})
+    return [*items, {"type": "message", "role": "user", "content": "What next?"}]
+
+
+MANAGED = [{"type": "compaction", "compact_threshold": 1000}]
+
+
+def test_context_management_past_the_threshold_compacts_first_and_streams_the_item_first():
+    prompts: list = []
+    server = _server(prompts)
+    body = {"model": "gpt-oss-20b", "input": _long_conversation(), "stream": True}
+    with _client(server) as client:
+        streamed = client.post("/v1/responses", json={**body, "context_management": MANAGED})
+        plain = client.post(
+            "/v1/responses",
+            json={**body, "stream": False, "context_management": MANAGED},
+        )
+    assert streamed.status_code == 200, streamed.text
+    events = _events(streamed.text)
+    kinds = [e["type"] for e in events]
+    assert kinds[:4] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.output_item.done",
+    ]
+    assert events[2]["item"]["type"] == "compaction" and events[2]["output_index"] == 0
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    later = [e["output_index"] for e in events[4:] if "output_index" in e]
+    assert later and min(later) == 1
+    check = check_responses_events(events)
+    assert check.ok, check.violations
+    final = events[-1]["response"]
+    assert final["output"][0]["type"] == "compaction" and len(final["output"]) >= 2
+    assert COMPACTION_PROMPT in _decode(prompts[0])
+    answered = _decode(prompts[1])
+    assert SUMMARY_PREFIX.strip() in answered and "What next?" in answered
+    assert "Did step 0." not in answered  # the answers live in the summary only
+    assert final["usage"]["input_tokens"] == len(prompts[0]) + len(prompts[1])
+    assert plain.status_code == 200, plain.text
+    assert plain.json()["output"][0]["type"] == "compaction"
+
+
+def test_context_management_under_the_threshold_is_an_ordinary_turn():
+    prompts: list = []
+    server = _server(prompts)
+    managed = [{"type": "compaction", "compact_threshold": 100_000}]
+    with _client(server) as client:
+        answer = client.post(
+            "/v1/responses",
+            json={"model": "gpt-oss-20b", "input": CONVERSATION, "context_management": managed},
+        )
+    assert answer.status_code == 200, answer.text
+    assert [i["type"] for i in answer.json()["output"]] == ["reasoning", "message"]
+    assert len(prompts) == 1
+
+
+def test_a_bad_context_management_entry_is_a_400_naming_it():
+    server = _server([])
+    bad = [{"type": "compaction", "compact_threshold": 10}]
+    with _client(server) as client:
+        answer = client.post(
+            "/v1/responses",
+            json={"model": "gpt-oss-20b", "input": "hi", "context_management": bad},
+        )
+    assert answer.status_code == 400
+    assert answer.json()["error"]["param"] == "context_management[0].compact_threshold"

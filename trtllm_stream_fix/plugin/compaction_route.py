@@ -120,13 +120,64 @@ async def responses(server: Any, original: Any, request: Any, raw_request: Any) 
             return Response(text, media_type="application/json")
     except PluginRequestError as exc:
         return error_response(exc)
-    if plan.changed:
-        validator = getattr(type(request), "__pydantic_validator__", None)
-        if validator is None:
-            request.input = plan.input
-        else:
-            validator.validate_assignment(request, "input", plan.input)
-    return await original(server, request, raw_request)
+    try:
+        compaction = await _managed(server, request, plan.input)
+    except PluginRequestError as exc:
+        return error_response(exc)
+    if compaction is not None:
+        from ..compaction.window import expand
+
+        _set_input(request, expand(compaction.window, compaction_for(server).compactor.codec))
+    elif plan.changed:
+        _set_input(request, plan.input)
+    answer = await original(server, request, raw_request)
+    return answer if compaction is None else _compacted_answer(answer, compaction)
+
+
+def _set_input(request: Any, value: Any) -> None:
+    """``request.input = value`` through the request model's validation."""
+    validator = getattr(type(request), "__pydantic_validator__", None)
+    if validator is None:
+        request.input = value
+    else:
+        validator.validate_assignment(request, "input", value)
+
+
+async def _managed(server: Any, request: Any, request_input: Any) -> Any:
+    """The compaction a ``context_management`` create needs first (None: none given, under
+    its threshold, or continuing a stored conversation, which is served as it is)."""
+    from ..compaction.window import as_items
+    from .compaction_turns import _plain, context_threshold
+
+    threshold = context_threshold(request)
+    if threshold is None or getattr(request, "previous_response_id", None) is not None:
+        return None
+    turns = compaction_for(server)
+    items = as_items(_plain(request_input))
+    instructions = getattr(request, "instructions", None)
+    if await turns.compactor.prompt_tokens(items, instructions) <= threshold:
+        return None
+    return await turns._compact(request.model, items, instructions)
+
+
+def _compacted_answer(answer: Any, compaction: Any) -> Any:
+    """Upstream's answer with the compaction item first (``CompactedFrames``); an error
+    answer, or one that is not a response object, as it is."""
+    import json
+
+    from starlette.responses import JSONResponse, StreamingResponse
+
+    from .compaction_turns import CompactedFrames
+
+    shift = CompactedFrames(compaction)
+    if isinstance(answer, StreamingResponse):
+        answer.body_iterator = shift.frames(answer.body_iterator)
+        return answer
+    if isinstance(answer, JSONResponse) and answer.status_code == 200:
+        body = json.loads(bytes(answer.body))
+        if isinstance(body, dict) and isinstance(body.get("output"), list):
+            return JSONResponse(shift.response(body), status_code=200)
+    return answer
 
 
 def _signature(func: Any) -> inspect.Signature:
