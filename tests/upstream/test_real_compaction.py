@@ -99,3 +99,30 @@ def test_a_trigger_turn_streams_exactly_one_compaction_item(tree):
     check = check_responses_events(events)
     assert check.ok, check.violations
     assert [item.type for item in final.output] == ["compaction"]
+
+
+def test_context_management_streams_the_item_first_then_upstreams_answer(tree):
+    words = " ".join(f"word{n}" for n in range(60))
+    history = []
+    for n in range(12):
+        history.append({"type": "message", "role": "user", "content": f"Step {n}: {words}"})
+        answer = [{"type": "output_text", "text": f"Did step {n}. {words}"}]
+        history.append({"type": "message", "role": "assistant", "content": answer})
+    question = {"type": "message", "role": "user", "content": "Go on, scenario reasoning_answer"}
+    managed = [{"type": "compaction", "compact_threshold": 1000}]
+    with running_server(tree, plugin=True) as url:
+        client = _client(url)
+        with client.responses.stream(
+            model=MODEL,
+            input=[*history, question],
+            store=False,
+            extra_body={"context_management": managed},
+        ) as stream:
+            events = [event.model_dump() for event in stream]
+            final = stream.get_final_response()
+    added = [e["item"]["type"] for e in events if e["type"] == "response.output_item.added"]
+    assert added[0] == "compaction" and len(added) >= 2
+    check = check_responses_events(events)
+    assert check.ok, check.violations
+    assert final.output[0].type == "compaction"
+    assert final.status == "completed"
