@@ -381,3 +381,39 @@ def test_a_bad_context_management_entry_is_a_400_naming_it():
         )
     assert answer.status_code == 400
     assert answer.json()["error"]["param"] == "context_management[0].compact_threshold"
+
+
+def _socket_turn(ws, **body) -> list[dict]:
+    """One ``response.create`` over WebSocket mode and its events up to the terminal one."""
+    ws.send_text(json.dumps({"type": "response.create", "model": "gpt-oss-20b", **body}))
+    events: list[dict] = []
+    while True:
+        events.append(json.loads(ws.receive_text()))
+        kind = events[-1]["type"]
+        if kind in ("response.completed", "response.failed", "response.incomplete"):
+            return events
+        if kind == "error" and len(events) == 1:
+            return events
+
+
+def test_over_websocket_mode_the_trigger_and_compaction_items_work_alike():
+    """The websocket group feeds each turn to the handler the app routes POST to: the
+    compaction group's override, so a trigger streams its one item and a tampered blob is an
+    ``error`` event naming it, on a socket that stays usable."""
+    server = _server([])
+    with _client(server) as client:
+        with client.websocket_connect("/v1/responses") as ws:
+            trigger = _socket_turn(
+                ws, input=[*CONVERSATION, {"type": "compaction_trigger"}], store=False
+            )
+            item = trigger[-1]["response"]["output"][0]
+            bad = {**item, "encrypted_content": item["encrypted_content"] + "x"}
+            refused = _socket_turn(ws, input=[bad], store=False)
+            after = _socket_turn(ws, input=[item, {"role": "user", "content": "go on"}])
+    added = [e["item"]["type"] for e in trigger if e["type"] == "response.output_item.added"]
+    assert added == ["compaction"]
+    check = check_responses_events(trigger)
+    assert check.ok, check.violations
+    assert refused[0]["type"] == "error", refused
+    assert refused[0]["error"]["param"] == "input[0].encrypted_content"
+    assert after[-1]["type"] == "response.completed"
