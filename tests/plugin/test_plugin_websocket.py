@@ -276,9 +276,12 @@ def test_refused_with_the_reason_where_no_websocket_library_is_installed(monkeyp
     monkeypatch.setattr(websocket_route, "LIBRARIES", ("no_such_websocket_library",))
     original = openai_server.OpenAIServer
     report = install()
-    assert {o.target: o.status for o in report.outcomes}[SERVER] == "refused"
+    assert "refused" in {o.status for o in report.outcomes if o.target == SERVER}
     assert "neither websockets nor wsproto" in last_refusals()["websocket"]
-    assert openai_server.OpenAIServer is original
+    # another group (compaction) may subclass it too: no websocket subclass is in place
+    bound = openai_server.OpenAIServer
+    assert issubclass(bound, original)
+    assert not any(c.__module__.endswith("websocket_route") for c in bound.__mro__)
     assert group_states()["responses"] == "installed"  # the other groups are independent
 
 

@@ -248,4 +248,6 @@ def test_a_server_handler_of_another_shape_refuses_the_websocket_group_only(tmp_
     assert "Responses WebSocket mode: REFUSED (" in proc.stdout
     assert "OpenAIServer.openai_responses" in proc.stdout
     assert "off: Responses WebSocket mode: GET /v1/responses is not upgraded" in proc.stdout
-    assert "verdict: PASS; 1 optional group(s) off" in proc.stdout
+    # the compaction group overrides the same handler: refused alike, named alike
+    assert "Compaction: REFUSED (" in proc.stdout
+    assert "verdict: PASS; 2 optional group(s) off" in proc.stdout

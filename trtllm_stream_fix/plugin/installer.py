@@ -12,7 +12,10 @@ lacks is ``absent``, the rest of its group installs; so is a patch of the other 
 design (``targets.detect_line``: the class line's on the pre-class line and the other way
 round), reported with ``OTHER_LINE``. A group whose ``requires`` hook names something this
 environment lacks (the ``websocket`` group without a WebSocket library) is refused the same
-way, with that reason. Groups are independent of one another.
+way, with that reason. Groups are independent of one another. Two groups may rebind the
+same name (the ``websocket`` and ``compaction`` groups each subclass ``OpenAIServer``): the
+second group's replacement wraps the first's (a *layer*), and ``uninstall()`` takes layers
+off before what they wrap.
 ``last_refusals()`` and ``group_states()`` keep the outcome for ``doctor`` and the self-test.
 ``uninstall()`` restores exactly what ``install()`` replaced, and only where our replacement
 is still in place.
@@ -83,7 +86,8 @@ class _Applied:
 
 
 _lock = threading.RLock()
-_applied: dict[str, _Applied] = {}
+_applied: dict[str, _Applied] = {}  # dotted -> the first patch bound there
+_layers: dict[tuple[str, str], _Applied] = {}  # (group, dotted) -> a later group's, on top
 _refusals: dict[str, str] = {}  # group -> why it was refused by the last install()
 
 
@@ -158,8 +162,13 @@ def _install_group(group: str) -> list[Outcome]:
     _refusals[group] = detail = unmet or "; ".join(c.describe() for c in bad)
     # A module of the group that loaded later (openai_server after responses_utils) can
     # refuse it: take back what was applied, all or nothing.
-    for dotted in (b for p in present for b in p.bindings if b in _applied):
-        _restore(_applied.pop(dotted))
+    for p in present:
+        for dotted in p.bindings:
+            layer = _layers.pop((group, dotted), None)
+            if layer is not None:
+                _restore(layer)
+            if dotted in _applied and _applied[dotted].patch.group == group:
+                _restore(_applied.pop(dotted))
     return outcomes + [Outcome(b, "refused", detail) for p in present for b in p.bindings]
 
 
@@ -200,6 +209,9 @@ def check(target: targets.Target) -> targets.TargetCheck:
 
 
 def _install_binding(patch: Patch, dotted: str) -> Outcome:
+    below = _applied.get(dotted)
+    if below is not None and below.patch.group != patch.group:
+        return _install_layer(patch, dotted, below)
     if dotted in _applied:
         return Outcome(dotted, "already")
     module_name, attr = dotted.rsplit(".", 1)
@@ -228,6 +240,26 @@ def _install_binding(patch: Patch, dotted: str) -> Outcome:
         return Outcome(dotted, "error", f"{type(exc).__name__}: {exc}")
 
 
+def _install_layer(patch: Patch, dotted: str, below: _Applied) -> Outcome:
+    """``patch``'s replacement wrapping what another group bound at ``dotted``."""
+    key = (patch.group, dotted)
+    if key in _layers:
+        return Outcome(dotted, "already")
+    module_name, attr = dotted.rsplit(".", 1)
+    module = targets.loaded_module(module_name)
+    if module is None:
+        return Outcome(dotted, "not-loaded")
+    try:
+        current = module.__dict__[attr]
+        replacement = patch.replacement_for(current)
+        setattr(module, attr, replacement)
+        _layers[key] = _Applied(patch, dotted, current, replacement)
+        return Outcome(dotted, "patched", f"on group {below.patch.group!r}'s")
+    except Exception as exc:
+        logger.exception("could not patch %s", dotted)
+        return Outcome(dotted, "error", f"{type(exc).__name__}: {exc}")
+
+
 def _restore(applied: _Applied) -> bool:
     """Put ``applied``'s original back if our replacement is still bound; True if it was."""
     module_name, attr = applied.dotted.rsplit(".", 1)
@@ -243,13 +275,16 @@ def uninstall() -> Report:
     """Restore every attribute ``install`` replaced that still holds our replacement."""
     report = Report(mode_from_env())
     with _lock:
-        for dotted, applied in list(_applied.items()):
+        entries = [*reversed(_layers.values()), *_applied.values()]  # layers first
+        for applied in entries:
+            dotted = applied.dotted
             if _restore(applied):
                 report.outcomes.append(Outcome(dotted, "restored"))
             else:
                 logger.warning("not restoring %s: it was rebound by someone else", dotted)
                 report.outcomes.append(Outcome(dotted, "left", "rebound by someone else"))
-            del _applied[dotted]
+        _layers.clear()
+        _applied.clear()
     return report
 
 
@@ -271,10 +306,10 @@ def group_states() -> dict[str, str]:
     with _lock:
         out = {}
         for group in registry.GROUPS:
-            bindings = [b for p in registry.patches(group.name) for b in p.bindings]
+            ours = [a for a in (*_applied.values(), *_layers.values())]
             if group.name in _refusals:
                 out[group.name] = "refused"
-            elif any(b in _applied for b in bindings):
+            elif any(a.patch.group == group.name for a in ours):
                 out[group.name] = "installed"
             elif all(_absent(p) for p in registry.patches(group.name)):
                 out[group.name] = "absent"

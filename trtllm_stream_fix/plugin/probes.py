@@ -207,3 +207,14 @@ def websocket_turns(outputs: list[Any]) -> Probe:
         ],
         w,
     )
+
+
+def compaction_items(outputs: list[Any]) -> Probe:
+    """``openai_server`` binds the group's server; ``/v1/responses/compact``, a compaction
+    item expanded as input, a tampered blob refused and a trigger turn's one item, through
+    a generator of upstream's call shape (``compaction_probe``)."""
+    from .compaction_probe import check_compaction
+
+    stats = check_compaction()
+    ok = stats["passed"] == stats["checks"]
+    return _result(ok, [f"compaction checks: {stats['passed']}/{stats['checks']}"], stats)

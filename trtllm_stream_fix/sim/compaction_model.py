@@ -91,3 +91,18 @@ def summary_output(messages: Sequence[Message]) -> SyntheticOutput:
         stop_token_trimmed=True,
         malformed=False,
     )
+
+
+def summary_for_prompt(prompt: Sequence[int]) -> SyntheticOutput | None:
+    """:func:`summary_output` for a rendered compaction prompt given as tokens, as an engine
+    receives it (None: the prompt's last user message is not :data:`COMPACTION_PROMPT`)."""
+    encoding = load_gpt_oss_encoding()
+    tokens = list(prompt)
+    start = encode_with_specials(encoding, "<|start|>")[0]
+    if start not in tokens:
+        return None
+    cut = len(tokens) - 1 - tokens[::-1].index(start)  # the assistant's open header
+    if COMPACTION_PROMPT not in encoding.decode(tokens[:cut]).rsplit("<|start|>user", 1)[-1]:
+        return None
+    messages = encoding.parse_messages_from_completion_tokens(tokens[:cut], role=None)
+    return summary_output(messages)

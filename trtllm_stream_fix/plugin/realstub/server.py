@@ -12,7 +12,8 @@ loopback. It prints ``LISTENING <url>`` on stdout once the socket is bound.
 ``token_ids_diff``, ``_done``, ``finish_reason`` on the last one, the stop token trimmed), a
 response every ``stream_interval`` iterations, each iteration 1 + 0..``draft_tokens``
 accepted draft tokens. What it generates comes from the prompt (Harmony tokens, decoded):
-a tool output (``<|start|>functions.NAME``) after the last user turn gets a final answer;
+the compaction prompt gets the simulated summary (``sim.compaction_model``); a tool
+output (``<|start|>functions.NAME``) after the last user turn gets a final answer;
 declared function tools get a ``get_weather`` call; ``scenario NAME`` in the user text a
 named fixture; ``seed N`` the synthetic generation of that seed; anything else the
 generation of a hash of the prompt. ``fault after-end`` makes the engine raise once its last
@@ -78,10 +79,13 @@ def _encoding() -> Any:
 
 def choose_output(prompt: list[int]) -> Any:
     """The synthetic generation the fake engine produces for ``prompt`` (see module doc)."""
+    from ...sim.compaction_model import summary_for_prompt
     from ...sim.model import generate_output, named_output
 
     text = _encoding().decode(list(prompt))
     last_user = text.rsplit("<|start|>user", 1)[-1]
+    if (summary := summary_for_prompt(prompt)) is not None:
+        return summary  # the compaction prompt: the simulated summary
     if TOOL_OUTPUT.search(last_user):
         return named_output("reasoning_answer")
     if "namespace functions" in text and "<|start|>user" in text:

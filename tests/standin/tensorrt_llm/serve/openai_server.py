@@ -17,6 +17,9 @@ Where FastAPI is installed, ``OpenAIServer.__init__`` builds ``self.app`` with t
 whose handlers call the conversation store with no error path, as upstream's do (without
 FastAPI: no name, no app; the plugin's optional app patch then finds nothing to patch).
 
+``self.generator.generate_async(inputs=..., sampling_params=..., streaming=...)`` runs the
+engine as upstream's LLM does (recorded in ``generator.calls``).
+
 ``POST /v1/responses`` calls ``openai_responses(request, raw_request)`` as upstream's route
 does; given a ``raw_request`` the handler answers as upstream's: a ``StreamingResponse`` of
 SSE frames, a ``JSONResponse`` body, or upstream's flat error body (a 404 for an unknown
@@ -40,6 +43,7 @@ except ImportError:  # no web framework: no app
     pass
 
 from ..executor.postproc_worker import PostprocParams
+from ..sampling_params import SamplingParams  # noqa: F401  (upstream imports it by name)
 from .openai_protocol import ResponsesRequest
 from .postprocess_handlers import (  # noqa: F401  (chat names bound as upstream binds them)
     ResponsesAPIPostprocArgs,
@@ -81,6 +85,7 @@ class OpenAIServer:
         worker: Callable[[bytes, Any], Any] | None = None,
     ) -> None:
         self.engine = engine
+        self.generator = _Generator(engine)  # upstream's LLM: generate_async
         self.model = model
         self.use_harmony = use_harmony
         self.postproc_worker_enabled = num_postprocess_workers > 0
@@ -264,6 +269,22 @@ class _Promise:
                 return
             self.finished = bool(getattr(res, "_done", False))
             yield res
+
+
+class _Generator:
+    """Upstream's ``generate_async(inputs=..., sampling_params=..., streaming=...)`` over the
+    stand-in's engine (the compaction group generates summaries through it)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.calls: list[dict[str, Any]] = []
+
+    def generate_async(
+        self, inputs: Any, sampling_params: Any = None, streaming: bool = False, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        prompt = list(inputs)
+        self.calls.append({"inputs": prompt, "sampling_params": sampling_params, **kwargs})
+        return self.engine(prompt, sampling_params)
 
 
 def _unstamped(frame: str, sequence_number: int) -> str:

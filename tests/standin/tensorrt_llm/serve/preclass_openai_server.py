@@ -16,6 +16,7 @@ import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from ..sampling_params import SamplingParams  # noqa: F401  (upstream imports it by name)
 from .harmony_adapter import HarmonyAdapter
 from .openai_protocol import ResponsesRequest
 from .postprocess_handlers import (  # noqa: F401  (bound by name, as upstream's server)

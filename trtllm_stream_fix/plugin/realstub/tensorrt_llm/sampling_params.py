@@ -15,3 +15,8 @@ def check_logprobs_limit(name: str, value: Any) -> None:
 
 def validate_thinking_token_budget(value: Any) -> Any:
     return value
+
+
+# Upstream's llmapi re-exports this module's class; openai_server imports it from here (the
+# compaction group builds the summary's sampling parameters with it).
+from .llmapi import SamplingParams as SamplingParams  # noqa: E402
