@@ -52,9 +52,9 @@ def run(source: str | None, count: int) -> dict[str, Any]:
     from .probes import missing_server_file
 
     # The server module too, as trtllm-serve loads it (the websocket and compaction groups
-    # patch it); not
-    # where the tree has no openai_server.py (a partial checkout): the stand-in made for the
-    # missing file would be judged as upstream's, and every group bound there refused.
+    # patch it); not where the tree has no openai_server.py (a partial checkout): the
+    # stand-in made for the missing file would be judged as upstream's, and every group
+    # bound there refused.
     if missing_server_file() is None:
         try:
             importlib.import_module(OPENAI_SERVER)
