@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import jsonlimits
+from ..core.config import COMPACTION_KEY_ENV
 from .errors import CompactionKeyError, InvalidCompactionBlob
 
-KEY_ENV = "TRTLLM_STREAM_FIX_COMPACTION_KEY"
+KEY_ENV = COMPACTION_KEY_ENV
 PREFIX = "tsfc1."
 VERSION = 1
 #: Largest ``encrypted_content`` accepted (characters); a summary and its retained items fit

@@ -30,6 +30,7 @@ REASONING_FIELD_ENV = "TRTLLM_STREAM_FIX_REASONING_FIELD"
 STORE_ENV = "TRTLLM_STREAM_FIX_STORE"  # the Responses store's URL (store.open_store)
 CACHE_ENV = "TRTLLM_STREAM_FIX_CACHE"  # the vocabulary's and tools' cache folder
 TRACEBACK_ENV = "TRTLLM_STREAM_FIX_TRACEBACK"  # ``1``: the CLI shows tracebacks
+COMPACTION_KEY_ENV = "TRTLLM_STREAM_FIX_COMPACTION_KEY"  # compaction.blob's Fernet key
 _OFF = frozenset(("0", "off", "false", "no", "disable", "disabled"))
 
 

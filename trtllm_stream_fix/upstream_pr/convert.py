@@ -14,7 +14,7 @@ import ast
 import re
 from pathlib import Path
 
-from ..core.errors import StreamFixError
+from .errors import ConversionError
 from .layout import HEADER, PACKAGE, REPO, TEST_SUPPORT, Placement
 
 OUR_PACKAGE = "trtllm_stream_fix"
@@ -58,10 +58,6 @@ _SUPPORT_MODULES = {
 _LICENSE_LINE = "# SPDX-License-Identifier: Apache-2.0\n"
 # Our switches' environment variables take upstream's TRTLLM_ prefix.
 ENV_PREFIX, UPSTREAM_ENV_PREFIX = "TRTLLM_STREAM_FIX_", "TRTLLM_HARMONY_STREAM_"
-
-
-class ConversionError(StreamFixError, ValueError):
-    """A module refers to something that has no place in the upstream tree."""
 
 
 def module_name(path: Path) -> str:

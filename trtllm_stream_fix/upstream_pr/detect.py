@@ -13,9 +13,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from ..core.errors import StreamFixError
 from ..plugin import registry, targets
 from ..plugin.sourceshapes import ast_shape, find_definition, judge_source
+from .errors import UnknownVersionError
 
 __all__ = [
     "Detection",
@@ -25,10 +25,6 @@ __all__ = [
     "detect",
     "find_definition",
 ]
-
-
-class UnknownVersionError(StreamFixError, ValueError):
-    """The tree matches no recorded version line."""
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,9 @@ import ast
 import re
 from dataclasses import dataclass
 
-from ..core.errors import StreamFixError
 from ..plugin import registry
 from .detect import find_definition
+from .errors import EditError
 from .layout import L0_ENTRY, PACKAGE
 
 ALIAS = "harmony_processor"
@@ -46,10 +46,6 @@ CHAT_IMPORT_LINE = f"from {PACKAGE} import chat_processor as {CHAT_ALIAS}\n"
 CHAT_STREAMING = "chat_harmony_streaming_post_processor"
 CHAT_NON_STREAMING = "chat_harmony_post_processor"
 _ADAPTER_CALLS = ("handle_streaming_response", "handle_non_streaming_response")
-
-
-class EditError(StreamFixError, ValueError):
-    """The file lacks something an edit is located by."""
 
 
 @dataclass(frozen=True)
