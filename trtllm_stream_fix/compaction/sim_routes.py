@@ -28,8 +28,8 @@ from ..sim.engine import Generation, SimulatedEngine
 from ..sim.errors import RequestError
 from ..sim.protocol import decode_body
 from ..sim.validation import validate_input
-from ..store import ResponseStore, StoreError
-from ..store.references import UnknownItemReference, resolve_item_references
+from ..store import ResponseStore, StoreError, UnknownItemReference
+from ..store.references import resolve_item_references
 from .blob import KEY_ENV, BlobCodec, load_key
 from .compactor import Compaction, Compactor
 from .errors import CompactionError

@@ -77,7 +77,8 @@ def _match(tree: ast.Module, target: targets.Target) -> TargetMatch:
     if judged.status != "ok":
         why = f" ({judged.why})" if judged.why else ""
         return TargetMatch(target.dotted, judged.found + why, frozenset())
-    lines = set(judged.version.split(", ")) if judged.version != "any" else set(everything)
+    version = judged.version or "any"
+    lines = set(version.split(", ")) if version != "any" else set(everything)
     if target.optional:  # lines it records no shape for: it does not constrain them
         lines |= everything - set(target.lines)
     return TargetMatch(target.dotted, judged.found, frozenset(lines))
