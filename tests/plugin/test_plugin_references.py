@@ -39,5 +39,4 @@ def test_a_probe_result_reads_as_the_report_shows_it():
         "summary": ["a line"],
         "first_failure": "first",
         "stats": {"n": 1},
-        "not_checked": None,
     }
