@@ -3,9 +3,9 @@
 ``compaction_trigger`` and ``context_management``, the summary written by the model itself.
 
 The sans-IO parts (``prompt``, ``window``, ``blob``, ``summary``, ``stream``) take the
-encoding, the key and the generation function from the edges (``sim.compaction_routes``
-for the simulated server). See docs/compaction.md. Its errors are in :mod:`.errors`
-(hierarchy there), re-exported here.
+encoding, the key and the generation function from the edges (``sim_routes`` for the
+simulated server). See docs/compaction.md. Its errors are in :mod:`.errors` (hierarchy
+there), re-exported here.
 """
 
 from .errors import CompactionError, CompactionKeyError, InvalidCompactionBlob

@@ -14,8 +14,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import upstream_names
-
 
 @dataclass(frozen=True)
 class ProbeResult:
@@ -146,12 +144,12 @@ def missing_server_file() -> str | None:
     from pathlib import Path
 
     try:
-        spec = importlib.util.find_spec(upstream_names.OPENAI_SERVER)
+        spec = importlib.util.find_spec("tensorrt_llm.serve.openai_server")
     except (ImportError, ValueError):
         spec = None
     if spec is not None and spec.has_location and spec.origin:
         return None  # a real file (a stand-in for a missing one has no location)
-    utils = importlib.import_module(upstream_names.RESPONSES_UTILS)
+    utils = importlib.import_module("tensorrt_llm.serve.responses_utils")
     where = Path(utils.__file__ or "tensorrt_llm/serve/responses_utils.py").with_name(
         "openai_server.py"
     )

@@ -329,7 +329,7 @@ def create_app(
     gauge = StreamGauge()
     store = store if store is not None else MemoryStore()
     started = int(time.time())
-    from .compaction_routes import SimCompaction
+    from ..compaction.sim_routes import SimCompaction  # it imports this package
 
     compaction = SimCompaction(
         engine,

@@ -32,6 +32,8 @@ from .settings import WebSocketSettings
 
 #: ``stream_id``: 1-256 characters of ``[A-Za-z0-9_.-]``.
 STREAM_ID = re.compile(r"[A-Za-z0-9_.\-]{1,256}")
+#: Event types that end a response's stream (its response is read from them).
+TERMINAL_TYPES = frozenset({"response.completed", "response.incomplete", "response.failed"})
 #: Terminal types whose response a lane keeps (a failed one is not continued).
 CACHED_TYPES = frozenset({"response.completed", "response.incomplete"})
 CLIENT_EVENT_TYPES = ("response.create",)

@@ -26,10 +26,10 @@ from typing import Any, Protocol
 from starlette.websockets import WebSocket
 
 from ..core.compat import json_dumps
-from ..core.events import TERMINAL_TYPES
 from ..store import ResponseStore
 from .errors import ClientEventError, TurnRejected
 from .protocol import (
+    TERMINAL_TYPES,
     ConnectionState,
     Lane,
     ResponseCreate,

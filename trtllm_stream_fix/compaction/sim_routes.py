@@ -20,24 +20,24 @@ from typing import Any
 
 from fastapi.responses import JSONResponse, Response
 
-from ..compaction.blob import KEY_ENV, BlobCodec, load_key
-from ..compaction.compactor import Compaction, Compactor
-from ..compaction.errors import CompactionError
-from ..compaction.prompt import RenderedPrompt
-from ..compaction.requests import MIN_COMPACT_THRESHOLD, CompactRequest, compact_threshold
-from ..compaction.stream import CompactedTurnStream, TriggerStream
-from ..compaction.window import TRIGGER, Item, as_items, expand, split_trigger
 from ..core.context import ResponseContext
 from ..core.sse import format_sse, model_to_json
 from ..defaults import random_id
+from ..sim.conversations import Conversation, calls_of, previous_messages
+from ..sim.engine import Generation, SimulatedEngine
+from ..sim.errors import RequestError
+from ..sim.protocol import decode_body
+from ..sim.validation import validate_input
 from ..store import ResponseStore, StoreError, UnknownItemReference
 from ..store.references import resolve_item_references
-from .compaction_model import summary_output
-from .conversations import Conversation, calls_of, previous_messages
-from .engine import Generation, SimulatedEngine
-from .errors import RequestError
-from .protocol import decode_body
-from .validation import validate_input
+from .blob import KEY_ENV, BlobCodec, load_key
+from .compactor import Compaction, Compactor
+from .errors import CompactionError
+from .prompt import RenderedPrompt
+from .requests import MIN_COMPACT_THRESHOLD, CompactRequest, compact_threshold
+from .sim_model import summary_output
+from .stream import CompactedTurnStream, TriggerStream
+from .window import TRIGGER, Item, as_items, expand, split_trigger
 
 logger = logging.getLogger(__name__)
 Put = Callable[[str, Conversation], Awaitable[None]]
