@@ -29,10 +29,10 @@ from typing import Any
 
 from cryptography.fernet import Fernet
 
-from trtllm_stream_fix.compaction.sim_routes import SimCompaction
 from trtllm_stream_fix.compaction.window import expand
 from trtllm_stream_fix.encoding import load_gpt_oss_encoding
 from trtllm_stream_fix.sim import EngineConfig
+from trtllm_stream_fix.sim.compaction import SimCompaction
 from trtllm_stream_fix.sim.engine import SimulatedEngine
 from trtllm_stream_fix.store import MemoryStore
 

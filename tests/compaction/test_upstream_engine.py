@@ -15,8 +15,8 @@ from cryptography.fernet import Fernet
 
 from trtllm_stream_fix.compaction.blob import BlobCodec
 from trtllm_stream_fix.compaction.compactor import Compactor
-from trtllm_stream_fix.compaction.sim_model import summary_output
 from trtllm_stream_fix.compaction.upstream_engine import engine_generate
+from trtllm_stream_fix.sim.compaction_model import summary_output
 
 pytestmark = pytest.mark.cpu_only
 

@@ -11,7 +11,7 @@ from trtllm_stream_fix.compaction import window
 from trtllm_stream_fix.compaction.blob import BlobCodec, CompactionRecord
 from trtllm_stream_fix.compaction.errors import CompactionError
 from trtllm_stream_fix.compaction.prompt import COMPACTION_PROMPT, compaction_prompt
-from trtllm_stream_fix.compaction.sim_model import summary_text
+from trtllm_stream_fix.sim.compaction_model import summary_text
 
 pytestmark = pytest.mark.cpu_only
 CALL = {"type": "function_call", "call_id": "c1", "name": "read_file", "arguments": "{}"}

@@ -27,6 +27,7 @@ BUILTIN_BASES = {
     "FingerprintError": ValueError,
     "HarmonyStreamError": RuntimeError,
     "HarnessUnavailableError": RuntimeError,
+    "IncompleteStream": RuntimeError,
     "InvalidTransition": ValueError,
     "JSONLimitError": ValueError,
     "LifecycleError": RuntimeError,

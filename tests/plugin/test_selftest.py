@@ -232,3 +232,20 @@ def test_selftest_without_trtllm_points_at_source():
     assert "TensorRT-LLM is not installed" in proc.stderr
     assert "--source DIR" in proc.stderr and "TRTLLM_SOURCE_DIR" in proc.stderr
     assert "ModuleNotFoundError" not in proc.stdout + proc.stderr
+
+
+def test_a_server_handler_of_another_shape_refuses_the_websocket_group_only(tmp_path):
+    """``openai_responses`` without ``raw_request`` cannot be fed a socket: the group is
+    refused with the target and why, the verdict names it as off and still passes."""
+    standin = _edited_standin(
+        tmp_path,
+        "openai_server",
+        "self, request: ResponsesRequest, raw_request: Request = None",
+        "self, request: ResponsesRequest",
+    )
+    proc = _doctor("--count", "2", standin=standin)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    assert "Responses WebSocket mode: REFUSED (" in proc.stdout
+    assert "OpenAIServer.openai_responses" in proc.stdout
+    assert "off: Responses WebSocket mode: GET /v1/responses is not upgraded" in proc.stdout
+    assert "verdict: PASS; 1 optional group(s) off" in proc.stdout

@@ -163,3 +163,27 @@ def test_refusals_are_426_with_an_openai_body_or_a_close_without_the_extension()
         assert socket.closed[0] == 1008 and "disabled" in socket.closed[1]
 
     asyncio.run(main())
+
+
+class Truncated(Runner):
+    """A runner whose stream ends without a terminal event (a broken engine or server)."""
+
+    async def __call__(self, body: dict[str, Any]):
+        yield {"type": "response.created", "response": {"id": "resp_t", "output": []}}
+
+
+def test_a_stream_without_a_terminal_event_ends_the_turn_with_an_error_event():
+    async def main() -> None:
+        socket, runner = FakeSocket(), Truncated()
+        task = serve(socket, runner)
+        socket.create(input="t", stream_id="s")
+        await until(lambda: any(e["type"] == "error" for e in socket.sent), timeout=3)
+        error = socket.sent[-1]
+        assert error["status"] == 500 and error["stream_id"] == "s", error
+        assert "terminal" in error["error"]["message"]
+        socket.create(input="again")  # the connection stays usable
+        await until(lambda: sum(e["type"] == "error" for e in socket.sent) == 2, timeout=3)
+        socket.leave()
+        await task
+
+    asyncio.run(main())

@@ -3,7 +3,7 @@
 ``compaction_trigger`` and ``context_management``, the summary written by the model itself.
 
 The sans-IO parts (``prompt``, ``window``, ``blob``, ``summary``, ``stream``) take the
-encoding, the key and the generation function from the edges (``sim_routes`` for the
+encoding, the key and the generation function from the edges (``sim.compaction`` for the
 simulated server). See docs/compaction.md. Its errors are in :mod:`.errors` (hierarchy
 there), re-exported here.
 """

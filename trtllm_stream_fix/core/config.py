@@ -30,7 +30,8 @@ REASONING_FIELD_ENV = "TRTLLM_STREAM_FIX_REASONING_FIELD"
 STORE_ENV = "TRTLLM_STREAM_FIX_STORE"  # the Responses store's URL (store.open_store)
 CACHE_ENV = "TRTLLM_STREAM_FIX_CACHE"  # the vocabulary's and tools' cache folder
 TRACEBACK_ENV = "TRTLLM_STREAM_FIX_TRACEBACK"  # ``1``: the CLI shows tracebacks
-COMPACTION_KEY_ENV = "TRTLLM_STREAM_FIX_COMPACTION_KEY"  # compaction.blob's Fernet key
+WEBSOCKET_ENV = "TRTLLM_STREAM_FIX_WEBSOCKET"  # ``off``: the plugin answers upgrades 426
+COMPACTION_KEY_ENV = "TRTLLM_STREAM_FIX_COMPACTION_KEY"  # the Fernet key of compaction items
 _OFF = frozenset(("0", "off", "false", "no", "disable", "disabled"))
 
 

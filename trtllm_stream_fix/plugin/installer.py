@@ -10,7 +10,9 @@ taken back), with one log line per misfit naming the target, what changed, the e
 the found shape; upstream is left untouched. An optional patch whose target this version
 lacks is ``absent``, the rest of its group installs; so is a patch of the other module
 design (``targets.detect_line``: the class line's on the pre-class line and the other way
-round), reported with ``OTHER_LINE``. Groups are independent of one another.
+round), reported with ``OTHER_LINE``. A group whose ``requires`` hook names something this
+environment lacks (the ``websocket`` group without a WebSocket library) is refused the same
+way, with that reason. Groups are independent of one another.
 ``last_refusals()`` and ``group_states()`` keep the outcome for ``doctor`` and the self-test.
 ``uninstall()`` restores exactly what ``install()`` replaced, and only where our replacement
 is still in place.
@@ -22,6 +24,7 @@ anything else (default) installs what it can and logs what it refused.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
@@ -136,7 +139,9 @@ def _install_group(group: str) -> list[Outcome]:
     checks = [check(t) for p in present for t in p.all_checks]
     bad = [c for c in checks if c.status in ("missing", "mismatch")]
     _refusals.pop(group, None)
-    if not bad:
+    loaded = any(c.status != "not-loaded" for c in checks)  # judged where it would patch
+    unmet = _unmet(group) if loaded and not bad else None
+    if not bad and not unmet:
         return outcomes + [_install_binding(p, b) for p in present for b in p.bindings]
     for c in bad:
         logger.warning(
@@ -148,12 +153,27 @@ def _install_group(group: str) -> list[Outcome]:
             c.target.expected(),
             c.found,
         )
-    _refusals[group] = detail = "; ".join(c.describe() for c in bad)
+    if unmet:
+        logger.warning("not patching group %r: %s; upstream left untouched", group, unmet)
+    _refusals[group] = detail = unmet or "; ".join(c.describe() for c in bad)
     # A module of the group that loaded later (openai_server after responses_utils) can
     # refuse it: take back what was applied, all or nothing.
     for dotted in (b for p in present for b in p.bindings if b in _applied):
         _restore(_applied.pop(dotted))
     return outcomes + [Outcome(b, "refused", detail) for p in present for b in p.bindings]
+
+
+def _unmet(group: str) -> str | None:
+    """Why this environment cannot run ``group`` (its ``requires`` hook), or None."""
+    requires = registry.group(group).requires
+    if not requires:
+        return None
+    module, name = requires.split(":")
+    try:
+        problem: str | None = getattr(importlib.import_module(module), name)()
+    except Exception as exc:
+        return f"{requires} raised {type(exc).__name__}: {exc}"
+    return problem
 
 
 def _absent(patch: Patch) -> bool:

@@ -14,6 +14,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from .upstream_names import OPENAI_SERVER, RESPONSES_UTILS
+
 
 @dataclass(frozen=True)
 class ProbeResult:
@@ -27,7 +29,10 @@ class ProbeResult:
     not_checked: str | None = None  # why the probe could not run here (not a failure)
 
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        found = dataclasses.asdict(self)
+        if self.not_checked is None:
+            del found["not_checked"]
+        return found
 
 
 Probe = ProbeResult
@@ -144,12 +149,12 @@ def missing_server_file() -> str | None:
     from pathlib import Path
 
     try:
-        spec = importlib.util.find_spec("tensorrt_llm.serve.openai_server")
+        spec = importlib.util.find_spec(OPENAI_SERVER)
     except (ImportError, ValueError):
         spec = None
     if spec is not None and spec.has_location and spec.origin:
         return None  # a real file (a stand-in for a missing one has no location)
-    utils = importlib.import_module("tensorrt_llm.serve.responses_utils")
+    utils = importlib.import_module(RESPONSES_UTILS)
     where = Path(utils.__file__ or "tensorrt_llm/serve/responses_utils.py").with_name(
         "openai_server.py"
     )
@@ -177,4 +182,28 @@ def conversation_store(outputs: list[Any]) -> Probe:
         ok,
         [f"store: {stats['store']}", f"round trips: {stats['passed']}/{stats['checks']}"],
         stats,
+    )
+
+
+def websocket_turns(outputs: list[Any]) -> Probe:
+    """``GET /v1/responses`` upgraded by the group's route: upstream's processor's streams
+    over a WebSocket session equal the SSE streams, pass the strict checker and are the same
+    at stream_interval 1 and 20; an error answer is an ``error`` event; a closed socket is
+    seen by ``raw_request.is_disconnected()`` (``websocket_probe``)."""
+    from .websocket_probe import check_websocket
+
+    w = check_websocket(outputs[: max(len(outputs) // 5, 1)])
+    n = w["streams"]
+    ok = bool(n) and w["bound"] and w["same"] == w["strict"] == n
+    ok = ok and w["identical"] == w["compared"] and w["error_event"] and w["disconnect"]
+    return _result(
+        ok,
+        [
+            f"WebSocket turns (stream_interval 1 and 20): {w['same']}/{n} equal to the SSE "
+            f"stream, strict checker {w['strict']}/{n}, same as at 1: "
+            f"{w['identical']}/{w['compared']}",
+            f"error answer as an error event, socket kept: {'yes' if w['error_event'] else 'no'}"
+            f"; closed socket seen by raw_request: {'yes' if w['disconnect'] else 'no'}",
+        ],
+        w,
     )

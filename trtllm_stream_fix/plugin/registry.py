@@ -85,6 +85,9 @@ class Group:
     when_off: str  # what the operator gets while the group is off
     probe: str | None = None  # "module:function" the self-test runs when the group installed
     line: str | None = None  # required only on this module design (None: on every line)
+    #: "module:function" returning why this environment cannot run the group (None: it can);
+    #: a reason refuses the group like a misfit target
+    requires: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,7 @@ CHAT = "chat"
 RESPONSE_MODEL = "response"
 USAGE = "usage"
 STORE = "store"
+WEBSOCKET = "websocket"
 _PROBES = "trtllm_stream_fix.plugin.probes"
 
 GROUPS: tuple[Group, ...] = (
@@ -217,6 +221,18 @@ GROUPS: tuple[Group, ...] = (
         ),
         probe=f"{_PROBES}:conversation_store",
         line=CLASS_LINE,
+    ),
+    Group(
+        WEBSOCKET,
+        "Responses WebSocket mode",
+        required=False,
+        when_off=(
+            "GET /v1/responses is not upgraded: clients in WebSocket mode (openai-python "
+            "responses.connect(), the Agents SDK's websocket transport, Codex) cannot connect "
+            "and must use HTTP POST"
+        ),
+        probe=f"{_PROBES}:websocket_turns",
+        requires="trtllm_stream_fix.plugin.websocket_route:protocol_problem",
     ),
 )
 
@@ -675,6 +691,49 @@ PATCHES: tuple[Patch, ...] = (
         ),
         upstream="none filed; upstream's store is in-process and cannot be down",
         remove_when="upstream's stored-response handlers answer store failures themselves",
+    ),
+    Patch(
+        name="websocket-route",
+        target=f"{OPENAI_SERVER}.OpenAIServer",
+        replacement="trtllm_stream_fix.plugin.websocket_route:with_websocket",
+        action="wraps",
+        group=WEBSOCKET,
+        checks=(
+            Target(OPENAI_SERVER, "OpenAIServer", kind="class"),
+            # the POST route's handler each turn is fed through, with a raw_request stand-in
+            Target(
+                OPENAI_SERVER,
+                "OpenAIServer.openai_responses",
+                (shape(*RESPONSES_LINES, L83, params="self, request, raw_request"),),
+                kind="coroutine",
+                reads=("request", "raw_request"),
+            ),
+            # aborts the engine request once raw_request.is_disconnected() turns true
+            Target(
+                OPENAI_SERVER,
+                "OpenAIServer.await_disconnected",
+                (shape(*RESPONSES_LINES, L83, params="self, raw_request, promise"),),
+                kind="coroutine",
+            ),
+            # the body model of the POST route, validated per turn as FastAPI does
+            Target(OPENAI_SERVER, "ResponsesRequest", kind="binding", source=OPENAI_PROTOCOL),
+        ),
+        why=(
+            "Upstream serves /v1/responses over HTTP only: a client in OpenAI's WebSocket mode "
+            "(one connection per agent loop, store: false continuations from the socket's "
+            "cache) gets 'Unsupported upgrade request' or a 403 and cannot talk to trtllm-serve."
+        ),
+        how=(
+            "openai_server's OpenAIServer rebound to a subclass whose __init__ adds a WebSocket "
+            "route /v1/responses to self.app; each response.create is validated with the "
+            "handler's ResponsesRequest and awaited through the handler the app routes POST "
+            "/v1/responses to (raw_request: the socket, is_disconnected() true once the turn "
+            "is closed, so upstream's await_disconnected aborts the engine request); the SSE "
+            "frames of its StreamingResponse are sent as events by "
+            "trtllm_stream_fix.websocket. TRTLLM_STREAM_FIX_WEBSOCKET=off answers upgrades 426."
+        ),
+        upstream="none filed; vLLM's WebSocket mode (vllm-project/vllm#35492) is still open",
+        remove_when="upstream serves the Responses WebSocket mode itself",
     ),
     Patch(
         name="pre-class-stream",

@@ -329,7 +329,7 @@ def create_app(
     gauge = StreamGauge()
     store = store if store is not None else MemoryStore()
     started = int(time.time())
-    from ..compaction.sim_routes import SimCompaction  # it imports this package
+    from .compaction import SimCompaction  # it imports this module
 
     compaction = SimCompaction(
         engine,

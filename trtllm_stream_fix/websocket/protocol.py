@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import jsonlimits
+from ..core.events import TERMINAL_TYPES as TERMINAL_TYPES
 from .errors import ClientEventError, TurnRejected
 from .settings import WebSocketSettings
 
 #: ``stream_id``: 1-256 characters of ``[A-Za-z0-9_.-]``.
 STREAM_ID = re.compile(r"[A-Za-z0-9_.\-]{1,256}")
 #: Event types that end a response's stream (its response is read from them).
-TERMINAL_TYPES = frozenset({"response.completed", "response.incomplete", "response.failed"})
 #: Terminal types whose response a lane keeps (a failed one is not continued).
 CACHED_TYPES = frozenset({"response.completed", "response.incomplete"})
 CLIENT_EVENT_TYPES = ("response.create",)

@@ -260,6 +260,18 @@ class _Connection:
                 size = await self._send(tag_event(event, turn))
                 if event.get("type") in TERMINAL_TYPES:
                     return event, size
+            # A stream cut short (a broken engine or server): end the turn for the client,
+            # who would otherwise wait for a terminal event forever.
+            logger.warning("a WebSocket turn's stream ended without a terminal event")
+            await self._send(
+                error_event(
+                    500,
+                    "The response stream ended without a terminal event.",
+                    code="server_error",
+                    type_="server_error",
+                    stream_id=turn.create.stream_id,
+                )
+            )
             return None, 0
         finally:
             await events.aclose()  # type: ignore[attr-defined]

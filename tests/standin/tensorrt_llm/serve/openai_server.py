@@ -16,16 +16,26 @@ Where FastAPI is installed, ``OpenAIServer.__init__`` builds ``self.app`` with t
 ``FastAPI`` name imported here and registers ``GET`` / ``DELETE /v1/responses/{id}``,
 whose handlers call the conversation store with no error path, as upstream's do (without
 FastAPI: no name, no app; the plugin's optional app patch then finds nothing to patch).
+
+``POST /v1/responses`` calls ``openai_responses(request, raw_request)`` as upstream's route
+does; given a ``raw_request`` the handler answers as upstream's: a ``StreamingResponse`` of
+SSE frames, a ``JSONResponse`` body, or upstream's flat error body (a 404 for an unknown
+``previous_response_id``), and starts ``await_disconnected(raw_request, promise)``, which
+polls ``raw_request.is_disconnected()`` and aborts the unfinished engine request (recorded
+in ``aborted``). Called without one (the tests' direct calls), it returns the SSE generator
+or the response object (its signature is upstream's: ``raw_request`` has no default).
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import pickle
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 try:
-    from fastapi import FastAPI
+    from fastapi import FastAPI, Request  # Request: the POST's raw_request
 except ImportError:  # no web framework: no app
     pass
 
@@ -51,6 +61,16 @@ from .responses_utils import request_preprocess as responses_api_request_preproc
 Engine = Callable[[list[int], Any], AsyncIterator[Any]]
 
 
+def _without_default(func: Any, name: str) -> inspect.Signature:
+    """``func``'s signature with parameter ``name`` required."""
+    signature = inspect.signature(func)
+    params = [
+        p.replace(default=inspect.Parameter.empty) if p.name == name else p
+        for p in signature.parameters.values()
+    ]
+    return signature.replace(parameters=params)
+
+
 class OpenAIServer:
     def __init__(
         self,
@@ -70,11 +90,15 @@ class OpenAIServer:
         self.reasoning_parser = None
         # How a PostprocWorker runs: (pickled PostprocParams, response) -> frames.
         self.worker = worker or _inline_worker
+        self.aborted: list[str] = []  # request ids await_disconnected aborted
+        self.watchers: set[asyncio.Task] = set()
+        self.disconnect_poll = 0.05  # upstream polls every second
         if "FastAPI" in globals():
             self.app = FastAPI()
             self.register_routes()
 
     def register_routes(self) -> None:
+        self.app.add_api_route("/v1/responses", self.openai_responses, methods=["POST"])
         route = "/v1/responses/{response_id}"
         self.app.add_api_route(route, self.openai_responses_get_response, methods=["GET"])
         self.app.add_api_route(route, self.openai_responses_delete_response, methods=["DELETE"])
@@ -100,7 +124,36 @@ class OpenAIServer:
             return self._error(f"Response with id '{response_id}' not found.", 404)
         return JSONResponse(content={"id": response_id, "object": "response", "deleted": True})
 
-    async def openai_responses(self, request: ResponsesRequest) -> Any:
+    async def await_disconnected(self, raw_request: Any, promise: _Promise) -> None:
+        while not await raw_request.is_disconnected():
+            await asyncio.sleep(self.disconnect_poll)
+        if not promise.finished:
+            promise.abort()
+            self.aborted.append(promise.request_id)
+
+    async def openai_responses(self, request: ResponsesRequest, raw_request: Request = None) -> Any:
+        if raw_request is None:
+            return await self._respond(request)
+        from fastapi.responses import JSONResponse, StreamingResponse
+
+        if self.enable_store and request.previous_response_id is not None:
+            found = await self.conversation_store.load_response(request.previous_response_id)
+            if found is None:
+                message = f"Response with id '{request.previous_response_id}' not found."
+                return self._error(message, 404)
+        try:
+            answer = await self._respond(request, raw_request)
+        except Exception as exc:  # upstream's handler: create_error_response(str(e))
+            return self._error(str(exc), 400)
+        if request.stream:
+            return StreamingResponse(content=answer, media_type="text/event-stream")
+        return JSONResponse(content=answer.model_dump())
+
+    # Upstream's shape, ``(self, request, raw_request)``: the default above only lets the
+    # tests call the handler directly without a raw request.
+    openai_responses.__signature__ = _without_default(openai_responses, "raw_request")
+
+    async def _respond(self, request: ResponsesRequest, raw_request: Any = None) -> Any:
         prev_response = None
         if self.enable_store and request.previous_response_id is not None:
             prev_response = await self.conversation_store.load_response(
@@ -143,7 +196,11 @@ class OpenAIServer:
         )
         # The executor pickles the params when the request is submitted.
         shipped = pickle.dumps(postproc_params) if self.postproc_worker_enabled else None
-        promise = self.engine(input_tokens, sampling_params)
+        promise = _Promise(self.engine(input_tokens, sampling_params), request.request_id)
+        if raw_request is not None:
+            watcher = asyncio.create_task(self.await_disconnected(raw_request, promise))
+            self.watchers.add(watcher)
+            watcher.add_done_callback(self.watchers.discard)
         if not self.postproc_worker_enabled:
             postproc_args.num_prompt_tokens = len(input_tokens)
         if request.stream:
@@ -186,6 +243,27 @@ class OpenAIServer:
             for frame in pp_results:
                 yield stamp(frame, sequence_number)
                 sequence_number += 1
+
+
+class _Promise:
+    """The engine's updates with upstream's ``finished`` and ``abort()``: an aborted
+    request yields no further update."""
+
+    def __init__(self, updates: AsyncIterator[Any], request_id: str) -> None:
+        self.updates = updates
+        self.request_id = request_id
+        self.finished = False
+        self.aborted = False
+
+    def abort(self) -> None:
+        self.aborted = True
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        async for res in self.updates:
+            if self.aborted:
+                return
+            self.finished = bool(getattr(res, "_done", False))
+            yield res
 
 
 def _unstamped(frame: str, sequence_number: int) -> str:

@@ -11,6 +11,8 @@ the awaited response. No post-processing workers on this line. The engine is a c
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -57,7 +59,16 @@ class OpenAIServer:
         self.conversation_store = ConversationHistoryStore()
         self.harmony_adapter: HarmonyAdapter | None = None
 
-    async def openai_responses(self, request: ResponsesRequest) -> Any:
+    async def await_disconnected(self, raw_request: Any, promise: Any) -> None:
+        """Upstream's disconnect watcher (e7f7345e): abort once the client has gone."""
+        while not await raw_request.is_disconnected():
+            await asyncio.sleep(1)
+        if not getattr(promise, "finished", True):
+            promise.abort()
+
+    # Upstream's signature is (self, request, raw_request) (set below); the stand-in serves
+    # no HTTP, so raw_request is optional here and unused.
+    async def openai_responses(self, request: ResponsesRequest, raw_request: Any = None) -> Any:
         if not self.harmony_adapter:
             self.harmony_adapter = HarmonyAdapter()
         prev_response = None
@@ -92,3 +103,11 @@ class OpenAIServer:
             generation_result=None,
             enable_store=self.enable_store,
         )
+
+
+OpenAIServer.openai_responses.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [
+        p.replace(default=inspect.Parameter.empty)
+        for p in inspect.signature(OpenAIServer.openai_responses).parameters.values()
+    ]
+)

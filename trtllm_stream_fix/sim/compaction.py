@@ -6,7 +6,7 @@ steps: :meth:`~SimCompaction.plan` (expand ``compaction`` input items, take a fi
 ``compaction_trigger`` off, read ``context_management``), :meth:`~SimCompaction.trigger_chunks`
 / :meth:`~SimCompaction.trigger_body` (a trigger turn) and :meth:`~SimCompaction.manage` (a
 turn whose rendered input passes ``compact_threshold``). The summary is written by the
-simulated engine (``sim_model``), streamed as any turn's tokens.
+simulated engine (``sim.compaction_model``), streamed as any turn's tokens.
 """
 
 from __future__ import annotations
@@ -20,24 +20,24 @@ from typing import Any
 
 from fastapi.responses import JSONResponse, Response
 
+from ..compaction.blob import KEY_ENV, BlobCodec, load_key
+from ..compaction.compactor import Compaction, Compactor
+from ..compaction.errors import CompactionError
+from ..compaction.prompt import RenderedPrompt
+from ..compaction.requests import MIN_COMPACT_THRESHOLD, CompactRequest, compact_threshold
+from ..compaction.stream import CompactedTurnStream, TriggerStream
+from ..compaction.window import TRIGGER, Item, as_items, expand, split_trigger
 from ..core.context import ResponseContext
 from ..core.sse import format_sse, model_to_json
 from ..defaults import random_id
-from ..sim.conversations import Conversation, calls_of, previous_messages
-from ..sim.engine import Generation, SimulatedEngine
-from ..sim.errors import RequestError
-from ..sim.protocol import decode_body
-from ..sim.validation import validate_input
 from ..store import ResponseStore, StoreError, UnknownItemReference
 from ..store.references import resolve_item_references
-from .blob import KEY_ENV, BlobCodec, load_key
-from .compactor import Compaction, Compactor
-from .errors import CompactionError
-from .prompt import RenderedPrompt
-from .requests import MIN_COMPACT_THRESHOLD, CompactRequest, compact_threshold
-from .sim_model import summary_output
-from .stream import CompactedTurnStream, TriggerStream
-from .window import TRIGGER, Item, as_items, expand, split_trigger
+from .compaction_model import summary_output
+from .conversations import Conversation, calls_of, previous_messages
+from .engine import Generation, SimulatedEngine
+from .errors import RequestError
+from .protocol import decode_body
+from .validation import validate_input
 
 logger = logging.getLogger(__name__)
 Put = Callable[[str, Conversation], Awaitable[None]]

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 
 from openai_harmony import Message, Role
 
+from ..compaction.prompt import COMPACTION_PROMPT
+from ..compaction.window import SUMMARY_PREFIX
 from ..core.harmony_tokens import RETURN
 from ..encoding import PlainTextEncoder, encode_with_specials, load_gpt_oss_encoding
-from ..sim.model import SyntheticOutput
-from .prompt import COMPACTION_PROMPT
-from .window import SUMMARY_PREFIX
+from .model import SyntheticOutput
 
 LISTED_REQUESTS = 12
 LISTED_RESULTS = 6
