@@ -67,7 +67,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str) -> Any:
     """A public name or error class, imported on first use."""
-    if name in _errors.__all__ or name in _errors.ELSEWHERE:
+    if name in _errors.__all__:
         return getattr(_errors, name)
     module = _LAZY.get(name)
     if module is None:
@@ -78,4 +78,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY, *_errors.__all__, *_errors.ELSEWHERE})
+    return sorted({*globals(), *_LAZY, *_errors.__all__})

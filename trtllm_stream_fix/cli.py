@@ -281,11 +281,12 @@ async def _validate_async(args: argparse.Namespace, url: str, body: dict[str, An
 
     from .checker import client
 
-    stream = {
+    streams: dict[str, Callable[..., Any]] = {
         "responses": client.stream_responses,
         "chat": client.stream_chat,
         "triton": client.stream_triton,
-    }[args.protocol]
+    }
+    stream = streams[args.protocol]
     kwargs: dict[str, Any] = {"idle_timeout": args.idle_timeout, "deadline": args.deadline}
     if args.protocol != "triton":
         kwargs["allow_incomplete"] = args.allow_incomplete

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import ast
+import builtins
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +27,7 @@ BUILTIN_BASES = {
     "FingerprintError": ValueError,
     "HarmonyStreamError": RuntimeError,
     "HarnessUnavailableError": RuntimeError,
+    "IncompleteStream": RuntimeError,
     "InvalidTransition": ValueError,
     "JSONLimitError": ValueError,
     "LifecycleError": RuntimeError,
@@ -42,33 +45,87 @@ BUILTIN_BASES = {
 }
 
 
-def _exception_classes() -> set[str]:
-    """Public classes of the package whose bases name an error or exception class."""
-    found = set()
+#: Errors kept in their own module: the module is copied whole into TensorRT-LLM's tests.
+IN_THEIR_MODULE = {"JSONLimitError": "jsonlimits", "SDKRejected": "differential.chat_oracle"}
+
+
+def _exception_classes() -> dict[str, str]:
+    """Every public exception class the package defines (by ast): name -> defining module.
+
+    A class is an exception when a base is a builtin exception or, transitively, one of the
+    package's exception classes.
+    """
+    classes: list[tuple[str, str, set[str]]] = []
     for path in PACKAGE.rglob("*.py"):
         if {"realstub", "templates"} & set(path.parts):
             continue  # stand-ins for upstream code, and files written into upstream's tree
+        module = ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                 bases = {
                     b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases
                 }
-                if any(
-                    b.endswith(("Error", "Exception", "Disconnect", "Transition")) for b in bases
-                ):
-                    found.add(node.name)
+                classes.append((node.name, module, bases))
+
+    def builtin_exception(name: str) -> bool:
+        value = getattr(builtins, name, None)
+        return isinstance(value, type) and issubclass(value, BaseException)
+
+    found: dict[str, str] = {}
+    grew = True
+    while grew:
+        grew = False
+        for name, module, bases in classes:
+            if found.get(name) == module or not any(
+                builtin_exception(b) or b in found for b in bases
+            ):
+                continue
+            assert name not in found, f"two exception classes named {name}"
+            found[name] = module
+            grew = True
     return found
 
 
-def test_every_error_class_is_exported_and_a_stream_fix_error():
-    exported = {*errors.__all__, *errors.ELSEWHERE}
+def test_every_error_class_lives_in_its_packages_errors_module():
     classes = _exception_classes()
-    assert len(classes) >= 20
-    assert classes <= exported
-    for name in exported:
-        cls = getattr(trtllm_stream_fix, name)
+    assert len(classes) >= 30
+    misplaced = {
+        name: module
+        for name, module in classes.items()
+        if module.rsplit(".", 1)[-1] != "errors" and IN_THEIR_MODULE.get(name) != module
+    }
+    assert not misplaced, f"error classes outside an errors.py: {misplaced}"
+
+
+def test_every_error_class_is_re_exported_and_a_stream_fix_error():
+    for name, module in _exception_classes().items():
+        cls = getattr(importlib.import_module(f"trtllm_stream_fix.{module}"), name)
+        package = module.rpartition(".")[0] if name not in IN_THEIR_MODULE else module
+        root = importlib.import_module(f"trtllm_stream_fix.{package}".rstrip("."))
+        assert name in root.__all__ and getattr(root, name) is cls, (name, root.__name__)
         assert issubclass(cls, errors.StreamFixError), name
         assert issubclass(cls, BUILTIN_BASES.get(name, Exception)), name
+
+
+def test_each_errors_module_draws_its_hierarchy():
+    """Each package's ``errors.py`` names every class it defines in its docstring."""
+    by_module: dict[str, set[str]] = {}
+    for name, module in _exception_classes().items():
+        by_module.setdefault(module, set()).add(name)
+    for module, names in by_module.items():
+        if module.rsplit(".", 1)[-1] != "errors" or module.startswith("core."):
+            continue
+        doc = importlib.import_module(f"trtllm_stream_fix.{module}").__doc__ or ""
+        assert "Hierarchy::" in doc, module
+        assert {n for n in names if n not in doc} == set(), module
+
+
+def test_old_import_paths_still_work():
+    from trtllm_stream_fix.store.references import UnknownItemReference
+    from trtllm_stream_fix.upstream_pr.detect import UnknownVersionError
+
+    assert UnknownItemReference is trtllm_stream_fix.store.UnknownItemReference
+    assert UnknownVersionError is trtllm_stream_fix.upstream_pr.UnknownVersionError
 
 
 def test_the_core_errors_are_top_level_names():

@@ -190,3 +190,24 @@ def test_an_unknown_finish_reason_sends_no_settled_text_in_chat(encoding):
         },
         "[DONE]",
     ]
+
+
+def test_the_output_lists_are_typed():
+    """The hooks' output list and the machines' ``Turn`` parameters name their types: no
+    ``list[Any]``, each machine states what it emits and what its hooks append."""
+    import ast
+    import inspect
+
+    from trtllm_stream_fix.core import chat_machine, machine, turn
+
+    for module in (turn, machine, chat_machine):
+        tree = ast.parse(inspect.getsource(module))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AnnAssign, ast.arg)):
+                annotation = node.returns if isinstance(node, ast.FunctionDef) else node.annotation
+                where = (module.__name__, getattr(node, "lineno", None))
+                if annotation is not None:
+                    assert "list[Any]" not in ast.unparse(annotation), where
+    for cls in (ResponsesEventMachine, ChatChunkMachine):
+        (base,) = cls.__orig_bases__
+        assert len(base.__args__) == 2, cls

@@ -45,7 +45,7 @@ def _chunk_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex}"
 
 
-def _channel_valid(generated: list[str], channel: str | None) -> bool:
+def _channel_valid(generated: list[str | None], channel: str | None) -> bool:
     if not generated or generated[-1] != channel:
         generated.append(channel)
     return not ("analysis" in generated and "final" in generated and len(generated) > 2)
@@ -86,7 +86,7 @@ class UpstreamChatBaseline:
         self._parser = StreamableParser(encoding, role=Role.ASSISTANT)
         self._tool_calls: dict[str, dict[str, Any]] = {}
         self._sent_tool_ids: set[str] = set()
-        self._generated: list[str] = []
+        self._generated: list[str | None] = []
         self._state: str | None = None
         self._started = False
         self._has_preamble = False
@@ -303,7 +303,7 @@ def _map_messages(messages: list[Any], allowed: set[str] | None) -> dict[str, An
     analysis, final = "", ""
     preambles: list[str] = []
     calls: list[dict[str, Any]] = []
-    generated: list[str] = []
+    generated: list[str | None] = []
     for msg in messages:
         channel = msg.channel
         if not _channel_valid(generated, channel):

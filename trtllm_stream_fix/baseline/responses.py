@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from openai.types.responses import (
     ResponseCompletedEvent,
@@ -274,24 +274,36 @@ class UpstreamBaselineStream:
         index = self._output_index  # already advanced: one past the item's added event
         text = message.content[0].text if message.content else ""
         if message.channel == "analysis":
-            done = ResponseReasoningTextDoneEvent
-            out.append(self._part_event(done, "response.reasoning_text.done", index, text=text))
+            out.append(
+                self._part_event(
+                    ResponseReasoningTextDoneEvent, "response.reasoning_text.done", index, text=text
+                )
+            )
             item: Any = _reasoning("", text, "completed")
         elif message.channel == "final":
             part = ResponseOutputText.model_construct(type="output_text", text=text, annotations=[])
-            done = ResponseTextDoneEvent
             out.append(
-                self._part_event(done, "response.output_text.done", index, text=text, logprobs=[])
+                self._part_event(
+                    ResponseTextDoneEvent,
+                    "response.output_text.done",
+                    index,
+                    text=text,
+                    logprobs=[],
+                )
             )
-            done = ResponseContentPartDoneEvent
-            out.append(self._part_event(done, "response.content_part.done", index, part=part))
+            out.append(
+                self._part_event(
+                    ResponseContentPartDoneEvent, "response.content_part.done", index, part=part
+                )
+            )
             item = ResponseOutputMessage.model_construct(
                 id="", type="message", role="assistant", status="completed", content=[part]
             )
         else:
             return  # preamble: no events, the index advanced anyway
-        done = ResponseOutputItemDoneEvent
-        out.append(self._item_event(done, "response.output_item.done", index, item))
+        out.append(
+            self._item_event(ResponseOutputItemDoneEvent, "response.output_item.done", index, item)
+        )
 
     def _delta_events(self, final: bool, delta: str, out: list[Any]) -> None:
         index = self._output_index
@@ -307,10 +319,16 @@ class UpstreamBaselineStream:
                     id="", type="reasoning", summary=[], status="in_progress"
                 )
                 part = PartReasoningText.model_construct(type="reasoning_text", text="")
-            added = ResponseOutputItemAddedEvent
-            out.append(self._item_event(added, "response.output_item.added", index, item))
-            added = ResponseContentPartAddedEvent
-            out.append(self._part_event(added, "response.content_part.added", index, part=part))
+            out.append(
+                self._item_event(
+                    ResponseOutputItemAddedEvent, "response.output_item.added", index, item
+                )
+            )
+            out.append(
+                self._part_event(
+                    ResponseContentPartAddedEvent, "response.content_part.added", index, part=part
+                )
+            )
         if final:
             out.append(
                 self._part_event(
@@ -341,7 +359,8 @@ class UpstreamBaselineStream:
         )
         response = response.model_copy(update={"output": final_output_items(messages)})
         self.final_response = response
-        return ev.lifecycle("response.completed", response, self._next())
+        event = ev.lifecycle("response.completed", response, self._next())
+        return cast(ResponseCompletedEvent, event)  # LIFECYCLE's class for the type
 
 
 def upstream_nonstreaming(

@@ -203,7 +203,7 @@ class ChatStreamChecker(FindingsView):
         if isinstance(usage, Mapping):
             self.usage = dict(usage)
             p, c, t = (usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens"))
-            if not all(isinstance(v, int) for v in (p, c, t)) or t != p + c:
+            if not (isinstance(p, int) and isinstance(c, int) and isinstance(t, int)) or t != p + c:
                 self._violate(
                     "usage-total",
                     f"total_tokens {t!r} != prompt_tokens {p!r} + completion_tokens {c!r}",
@@ -292,8 +292,8 @@ class ChatStreamChecker(FindingsView):
         fn = call.get("function")
         fn = fn if isinstance(fn, Mapping) else {}
         cid, name, args = call.get("id"), fn.get("name"), fn.get("arguments")
-        known = isinstance(k, int) and not isinstance(k, bool)
-        existing = self._calls.get((state.index, k)) if known else None
+        index = k if isinstance(k, int) and not isinstance(k, bool) else None
+        existing = self._calls.get((state.index, index)) if index is not None else None
         if existing is None:
             if k != len(state.tool_calls):
                 self._violate(
@@ -301,10 +301,12 @@ class ChatStreamChecker(FindingsView):
                 )
             if not cid or not name:
                 self._violate("tool-call-first", f"first delta of tool call {k!r} lacks id or name")
-            existing = ChatToolCall(index=k if known else -1, id=cid or None, name=name or None)
+            existing = ChatToolCall(
+                index=-1 if index is None else index, id=cid or None, name=name or None
+            )
             state.tool_calls.append(existing)
-            if known:
-                self._calls.setdefault((state.index, k), existing)
+            if index is not None:
+                self._calls.setdefault((state.index, index), existing)
         else:
             for label, new, old in (("id", cid, existing.id), ("name", name, existing.name)):
                 if not new:

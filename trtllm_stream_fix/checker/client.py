@@ -502,7 +502,7 @@ class OpenAIStreamOptions(TypedDict, total=False):
 
 
 async def _stream_openai(
-    protocol: str,
+    protocol: Protocol,
     client: Any,
     url: str,
     body: Mapping[str, Any],

@@ -369,10 +369,10 @@ class ResponsesStreamChecker(FindingsView):
         if self._error_pending and etype != "response.failed":
             self._violate("error-without-failed", "the error event is not followed by failed")
             self._error_pending = False
-        cls = _classes().get(etype) if isinstance(etype, str) else None
-        if cls is None:
+        if not isinstance(etype, str) or etype not in _classes():
             self._violate("unknown-type", f"unknown event type {etype!r}")
             return
+        cls = _classes()[etype]
         if etype == "error":
             event = self._flatten_error(event)
         if self.validate_schema:
@@ -470,19 +470,20 @@ class ResponsesStreamChecker(FindingsView):
                 more = f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""
                 self._violate("schema", "; ".join(errors[:3]) + more)
 
-    def _check_delta(self, event: Mapping[str, Any]) -> bool:
+    def _checked_delta(self, event: Mapping[str, Any]) -> str | None:
+        """The event's ``delta`` when it is a string (an empty one is flagged), else None."""
         delta = event.get("delta")
         obfuscation = event.get("obfuscation")
         if obfuscation is not None and not isinstance(obfuscation, str):
             self._warn(f"obfuscation {obfuscation!r} is not a string")
         if not isinstance(delta, str):
             self._violate("schema", f"delta {delta!r} is not a string")
-            return False
+            return None
         if not delta:
             self._violate("delta-empty", "empty delta")
         elif "<|" in delta and any(m in delta for m in MARKUP):
             self._warn("delta contains Harmony markup", once="markup")
-        return True
+        return delta
 
     def _item_ref(self, event: Mapping[str, Any], *, with_item_id: bool = True) -> _Item | None:
         idx = event.get("output_index")
@@ -595,7 +596,10 @@ class ResponsesStreamChecker(FindingsView):
             total, inp, out = (
                 usage.get(k) for k in ("total_tokens", "input_tokens", "output_tokens")
             )
-            if not all(isinstance(v, int) for v in (total, inp, out)) or total != inp + out:
+            if (
+                not (isinstance(total, int) and isinstance(inp, int) and isinstance(out, int))
+                or total != inp + out
+            ):
                 self._violate(
                     "usage-total",
                     f"total_tokens {total!r} != input_tokens {inp!r} + output_tokens {out!r}",
@@ -834,8 +838,7 @@ class ResponsesStreamChecker(FindingsView):
 
     def _on_delta(self, event: Mapping[str, Any]) -> None:
         kind = _DELTA_KINDS[event["type"]]
-        delta = event.get("delta")
-        ok = self._check_delta(event)
+        delta = self._checked_delta(event)
         if kind == "output_text" and not isinstance(event.get("logprobs"), list):
             self._violate("logprobs", "output_text.delta without logprobs list")
         slot = self._slot(event, "content_index", summary=False)
@@ -846,7 +849,7 @@ class ResponsesStreamChecker(FindingsView):
             self._violate("part-kind", f"{kind} delta in {part.kind} part")
         if part.done_text is not None:
             self._violate("part-order", "delta after the part's text done event")
-        if ok:
+        if delta is not None:
             part.deltas.append(delta)
 
     def _on_text_done(self, event: Mapping[str, Any]) -> None:
@@ -914,14 +917,13 @@ class ResponsesStreamChecker(FindingsView):
         item.summaries.append(_Part(kind="summary_text"))
 
     def _on_summary_delta(self, event: Mapping[str, Any]) -> None:
-        delta = event.get("delta")
-        ok = self._check_delta(event)
+        delta = self._checked_delta(event)
         slot = self._slot(event, "summary_index", summary=True)
         if slot is None:
             return
         if slot[1].done_text is not None:
             self._violate("part-order", "delta after the summary text done event")
-        if ok:
+        if delta is not None:
             slot[1].deltas.append(delta)
 
     def _on_summary_text_done(self, event: Mapping[str, Any]) -> None:
@@ -937,8 +939,7 @@ class ResponsesStreamChecker(FindingsView):
     # ------------------------------------------------------------------ function calls
 
     def _on_args_delta(self, event: Mapping[str, Any]) -> None:
-        delta = event.get("delta")
-        ok = self._check_delta(event)
+        delta = self._checked_delta(event)
         item = self._item_ref(event)
         if item is None:
             return
@@ -946,7 +947,7 @@ class ResponsesStreamChecker(FindingsView):
             self._violate("part-kind", f"arguments delta in {item.type} item")
         if item.args_done is not None:
             self._violate("part-order", "arguments delta after function_call_arguments.done")
-        if ok:
+        if delta is not None:
             item.args.append(delta)
 
     def _on_args_done(self, event: Mapping[str, Any]) -> None:

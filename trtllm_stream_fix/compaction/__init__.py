@@ -4,5 +4,10 @@
 
 The sans-IO parts (``prompt``, ``window``, ``blob``, ``summary``, ``stream``) take the
 encoding, the key and the generation function from the edges (``sim.compaction`` for the
-simulated server). See docs/compaction.md.
+simulated server). See docs/compaction.md. Its errors are in :mod:`.errors` (hierarchy
+there), re-exported here.
 """
+
+from .errors import CompactionError, CompactionKeyError, InvalidCompactionBlob
+
+__all__ = ["CompactionError", "CompactionKeyError", "InvalidCompactionBlob"]

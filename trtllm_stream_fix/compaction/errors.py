@@ -1,5 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Compaction's errors: each carries the HTTP status, ``param`` and ``code`` of its answer."""
+"""Compaction's errors: each carries the HTTP status, ``param`` and ``code`` of its answer.
+
+Hierarchy::
+
+    StreamFixError
+    ├── CompactionError (ValueError): a compaction request or item refused (400 by default)
+    │   └── InvalidCompactionBlob: ``encrypted_content`` not one of this server's blobs
+    └── CompactionKeyError (ValueError): the compaction key is not a Fernet key
+"""
 
 from __future__ import annotations
 

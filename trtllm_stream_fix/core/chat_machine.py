@@ -125,7 +125,11 @@ class _Run:
     name: str | None = None
 
 
-class ChatChunkMachine(Turn[Frame]):
+#: What the chat machine's hooks append: frames, and text runs ``_rendered`` makes chunks of.
+ChatPart = Frame | _Run
+
+
+class ChatChunkMachine(Turn[Frame, ChatPart]):
     """Turns one gpt-oss generation into Chat Completions stream frames."""
 
     #: An unknown finish reason ends the stream with the text streamed so far (no item to
@@ -202,7 +206,7 @@ class ChatChunkMachine(Turn[Frame]):
         """The role chunk."""
         return [cc.role_chunk(self._header)]
 
-    def _opened(self, message: OpenMessage, out: list[Any]) -> None:
+    def _opened(self, message: OpenMessage[Frame], out: list[ChatPart]) -> None:
         kind = message.kind
         if kind is ItemKind.FUNCTION_CALL:
             index = len(self._calls)
@@ -227,7 +231,7 @@ class ChatChunkMachine(Turn[Frame]):
         field = key
         return lambda text: cc.text_chunk(header, field, sent(field, text))
 
-    def _text(self, message: OpenMessage, text: str, out: list[Any]) -> None:
+    def _text(self, message: OpenMessage[Frame], text: str, out: list[ChatPart]) -> None:
         key = message.target
         if key is None:
             return
@@ -249,7 +253,7 @@ class ChatChunkMachine(Turn[Frame]):
         self._texts[key].append(text)
         return text
 
-    def _closed(self, message: OpenMessage, status: Status, out: list[Any]) -> None:
+    def _closed(self, message: OpenMessage[Frame], status: Status, out: list[ChatPart]) -> None:
         self._last_kind = message.kind
         self._needs_separator.clear()
 
@@ -257,7 +261,7 @@ class ChatChunkMachine(Turn[Frame]):
         """Chat's wording: no position (Responses reports an invalid Harmony sequence)."""
         return TurnError(f"function call without a name (recipient {fact.recipient!r})")
 
-    def _completed(self, status: Status, finish_reason: str | None, out: list[Any]) -> None:
+    def _completed(self, status: Status, finish_reason: str | None, out: list[ChatPart]) -> None:
         if finish_reason == "length":
             self.finish_reason = "length"
         elif self._last_kind is ItemKind.FUNCTION_CALL:
@@ -265,7 +269,7 @@ class ChatChunkMachine(Turn[Frame]):
         else:
             self.finish_reason = "stop"
 
-    def _failed(self, message: str, code: str, out: list[Any]) -> None:
+    def _failed(self, message: str, code: str, out: list[ChatPart]) -> None:
         self.error = cc.stream_error(message, code)
 
     def _usage(self) -> Any:
@@ -273,12 +277,12 @@ class ChatChunkMachine(Turn[Frame]):
             self.context.num_prompt_tokens, self._output_tokens, self._reasoning_tokens
         )
 
-    def _rendered(self, out: list[Any]) -> list[Frame]:
+    def _rendered(self, out: list[ChatPart]) -> list[Frame]:
         """Runs become chunks; at the end, the finish (and usage) chunk or the error, DONE."""
         header = self._header
         frames: list[Frame] = []
         for part in out:
-            if type(part) is not _Run:
+            if not isinstance(part, _Run):
                 frames.append(part)
             elif isinstance(part.key, int):
                 frames.append(

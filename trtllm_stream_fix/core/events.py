@@ -131,12 +131,14 @@ def _part_event(event_type: str, record: ItemRecord, text: str, seq: int) -> Bas
     )
 
 
-def part_added(record: ItemRecord, seq: int) -> BaseModel:
-    return _part_event("response.content_part.added", record, "", seq)
+def part_added(record: ItemRecord, seq: int) -> ResponseStreamEvent:
+    event = _part_event("response.content_part.added", record, "", seq)
+    return cast(ResponseStreamEvent, event)  # a content-part or reasoning-part event
 
 
-def part_done(record: ItemRecord, seq: int) -> BaseModel:
-    return _part_event("response.content_part.done", record, record.text, seq)
+def part_done(record: ItemRecord, seq: int) -> ResponseStreamEvent:
+    event = _part_event("response.content_part.done", record, record.text, seq)
+    return cast(ResponseStreamEvent, event)  # a content-part or reasoning-part event
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,10 +211,10 @@ def _text_event(
     return (events.done if done else events.delta), values
 
 
-def delta(record: ItemRecord, text: str, seq: int) -> BaseModel:
+def delta(record: ItemRecord, text: str, seq: int) -> ResponseStreamEvent:
     """The delta event of ``record``'s kind carrying ``text`` (the per-token path)."""
     cls, values = _text_event(record, False, text, seq)
-    return construct_complete(cls, values)
+    return cast(ResponseStreamEvent, construct_complete(cls, values))  # a _TextEvents class
 
 
 class Numbering(Protocol):
@@ -261,7 +263,7 @@ def delta_builder(record: ItemRecord, numbering: Numbering) -> Callable[[str], A
     return build
 
 
-def text_done(record: ItemRecord, seq: int) -> BaseModel:
+def text_done(record: ItemRecord, seq: int) -> ResponseStreamEvent:
     """The ``*.done`` event closing ``record``'s text (or arguments)."""
     cls, values = _text_event(record, True, record.text, seq)
-    return construct(cls, **values)
+    return cast(ResponseStreamEvent, construct(cls, **values))  # a _TextEvents class

@@ -55,7 +55,7 @@ from .response import response_envelope, typed_tools, usage
 from .turn import COMPLETED_REASONS, OpenMessage, Stage, Status, Turn, finish_status
 
 
-class ResponsesEventMachine(Turn[ResponseStreamEvent]):
+class ResponsesEventMachine(Turn[ResponseStreamEvent, ResponseStreamEvent]):
     """Turns one gpt-oss generation into Responses stream events."""
 
     def __init__(
@@ -101,16 +101,25 @@ class ResponsesEventMachine(Turn[ResponseStreamEvent]):
             ev.lifecycle("response.in_progress", snapshot, self._next()),
         ]
 
-    def _opened(self, message: OpenMessage, out: list[Any]) -> None:
+    def _rendered(self, out: list[ResponseStreamEvent]) -> list[ResponseStreamEvent]:
+        return out
+
+    def _opened(
+        self, message: OpenMessage[ResponseStreamEvent], out: list[ResponseStreamEvent]
+    ) -> None:
         if message.spec is not None and message.spec.streamed:
             self._announce(message, out)
 
-    def _text(self, message: OpenMessage, text: str, out: list[Any]) -> None:
+    def _text(
+        self, message: OpenMessage[ResponseStreamEvent], text: str, out: list[ResponseStreamEvent]
+    ) -> None:
         render = message.render
         if render is not None:
             out.append(render(text))
 
-    def _announce(self, message: OpenMessage, out: list[Any]) -> ItemRecord:
+    def _announce(
+        self, message: OpenMessage[ResponseStreamEvent], out: list[ResponseStreamEvent]
+    ) -> ItemRecord:
         record = ItemRecord.open(
             message.kind,
             len(self._items),
@@ -129,7 +138,12 @@ class ResponsesEventMachine(Turn[ResponseStreamEvent]):
             out.append(ev.part_added(record, self._next()))
         return record
 
-    def _closed(self, message: OpenMessage, status: Status, out: list[Any]) -> None:
+    def _closed(
+        self,
+        message: OpenMessage[ResponseStreamEvent],
+        status: Status,
+        out: list[ResponseStreamEvent],
+    ) -> None:
         spec = message.spec
         assert spec is not None  # set when the message opened
         text = "".join(message.chunks)
@@ -148,7 +162,9 @@ class ResponsesEventMachine(Turn[ResponseStreamEvent]):
 
     # -- terminal -------------------------------------------------------------------------
 
-    def _completed(self, status: Status, finish_reason: str | None, out: list[Any]) -> None:
+    def _completed(
+        self, status: Status, finish_reason: str | None, out: list[ResponseStreamEvent]
+    ) -> None:
         if status == "completed":
             self._terminate(out, "response.completed", "completed")
         elif self.config.length_terminal == "incomplete":
@@ -160,14 +176,14 @@ class ResponsesEventMachine(Turn[ResponseStreamEvent]):
                 out, "response.completed", "incomplete", incomplete_reason="max_output_tokens"
             )
 
-    def _failed(self, message: str, code: str, out: list[Any]) -> None:
+    def _failed(self, message: str, code: str, out: list[ResponseStreamEvent]) -> None:
         """``error`` + ``response.failed``."""
         out.append(ev.error(message, code, self._next()))
         self._terminate(out, "response.failed", "failed", error=(code, message))
 
     def _terminate(
         self,
-        out: list[Any],
+        out: list[ResponseStreamEvent],
         event_type: str,
         status: str,
         *,

@@ -16,7 +16,7 @@ output list:
   ``incomplete``), and on a failure;
 - ``_completed(status, finish_reason, out)``: the terminal output of a completed or
   token-limited turn; ``_failed(message, code, out)``: of a failed one;
-- ``_rendered(out)``: the output list as returned (default: itself).
+- ``_rendered(out)``: the output list as returned (``Part`` items made ``Out``).
 
 Lifecycle::
 
@@ -63,11 +63,18 @@ class Stage(enum.Enum):
     DONE = "done"  # the terminal output was emitted: nothing follows
 
 
-class OpenMessage:
+#: What a machine emits (a Responses event, a chat frame).
+Out = TypeVar("Out")
+#: What its hooks put in the output list (``Out``, or a record ``_rendered`` turns into one).
+Part = TypeVar("Part")
+
+
+class OpenMessage(Generic[Out]):
     """The Harmony message being parsed: what it is, its text so far, what it feeds.
 
     ``target`` is the renderer's own handle (the Responses item record, the chat field or
-    tool-call index); ``render`` the fast path's per-token call (None: nothing streamed).
+    tool-call index); ``render`` the fast path's per-token call, one ``Out`` per token (None:
+    nothing streamed).
     """
 
     __slots__ = (
@@ -92,15 +99,17 @@ class OpenMessage:
         self.name = name  # the function name of a function call, else ""
         self.opened_at = at
         self.chunks: list[str] = []
-        self.render: Callable[[str], Any] | None = None
+        self.render: Callable[[str], Out] | None = None
         self.target: Any = None
 
 
-Out = TypeVar("Out")
+class Turn(abc.ABC, Generic[Out, Part]):
+    """The shared skeleton of both machines (see the module docstring).
 
-
-class Turn(abc.ABC, Generic[Out]):
-    """The shared skeleton of both machines (see the module docstring); ``Out``: what they emit."""
+    ``Out``: what they emit; ``Part``: what the hooks append to the output list, which
+    ``_rendered`` makes ``Out`` (the Responses machine appends events; the chat machine
+    frames and text runs).
+    """
 
     #: Whether the end of stream still closes the open message when the finish reason fails
     #: the turn (its settled text then belongs to the failed item).
@@ -112,7 +121,7 @@ class Turn(abc.ABC, Generic[Out]):
         self._driver: HarmonyDriver | None = new_driver(encoding, parser)
         self._preambles = preambles
         self._log_name = log_name
-        self._message: OpenMessage | None = None
+        self._message: OpenMessage[Out] | None = None
         self._output_tokens = 0
         self._reasoning_tokens = 0
         self._stage = Stage.NEW
@@ -151,7 +160,7 @@ class Turn(abc.ABC, Generic[Out]):
             if self._stage is Stage.DONE:
                 return []  # nothing follows the terminal output
             raise self._not_started("feed")
-        out: list[Any] = []
+        out: list[Part] = []
         driver = self._driver
         assert driver is not None  # released only at DONE
         try:
@@ -165,8 +174,8 @@ class Turn(abc.ABC, Generic[Out]):
                         message.chunks.append(text)
                         render = message.render
                         if render is not None:
-                            out.append(render(text))
-                    return out
+                            return [render(text)]
+                    return []
             status = finish_status(finish_reason)
             facts: list[Fact] = []
             try:
@@ -197,7 +206,7 @@ class Turn(abc.ABC, Generic[Out]):
             if self._stage is Stage.DONE:
                 return []
             raise self._not_started("fail")
-        out: list[Any] = []
+        out: list[Part] = []
         self._fail(message, out, code)
         return self._rendered(out)
 
@@ -206,7 +215,7 @@ class Turn(abc.ABC, Generic[Out]):
     def _not_started(self, method: str) -> LifecycleError:
         return LifecycleError(f"{method}() before start(): start()'s output opens the stream")
 
-    def _apply(self, facts: list[Fact], out: list[Any], eos_status: Status) -> None:
+    def _apply(self, facts: list[Fact], out: list[Part], eos_status: Status) -> None:
         """Output for ``facts``; ``eos_status`` is the status of a message closed by EOS."""
         for fact in facts:
             if type(fact) is ContentDelta:
@@ -221,14 +230,14 @@ class Turn(abc.ABC, Generic[Out]):
                 status = "completed" if closed.stop_token is not None else eos_status
                 self._close(out, status, closed.at)
 
-    def _open(self, fact: MessageOpened, out: list[Any]) -> None:
+    def _open(self, fact: MessageOpened, out: list[Part]) -> None:
         kind, phase = classify(fact.channel, fact.recipient, self._preambles, fact.role)
         name = ""
         if kind is ItemKind.FUNCTION_CALL:
             name = function_name(fact.recipient)
             if not name:
                 raise self._nameless_call(fact)
-        message = OpenMessage(kind, phase, fact.recipient, name, fact.at)
+        message: OpenMessage[Out] = OpenMessage(kind, phase, fact.recipient, name, fact.at)
         self._opened(message, out)
         self._message = message
 
@@ -240,7 +249,7 @@ class Turn(abc.ABC, Generic[Out]):
             fact.at - 1,
         )
 
-    def _close(self, out: list[Any], status: Status, at: int) -> None:
+    def _close(self, out: list[Part], status: Status, at: int) -> None:
         """Close the open message with ``status``; ``at`` = tokens fed by then."""
         message, self._message = self._message, None
         if message is None or message.spec is None:
@@ -251,7 +260,7 @@ class Turn(abc.ABC, Generic[Out]):
 
     # -- terminal -------------------------------------------------------------------------
 
-    def _finish(self, status: Status, finish_reason: str | None, out: list[Any]) -> None:
+    def _finish(self, status: Status, finish_reason: str | None, out: list[Part]) -> None:
         driver = self._driver
         assert driver is not None  # released only at DONE
         self._output_tokens = driver.tokens_fed
@@ -264,7 +273,7 @@ class Turn(abc.ABC, Generic[Out]):
     def _fail(
         self,
         message: str,
-        out: list[Any],
+        out: list[Part],
         code: str = "server_error",
         *,
         output_tokens: int | None = None,
@@ -295,25 +304,25 @@ class Turn(abc.ABC, Generic[Out]):
         """The opening output."""
 
     @abc.abstractmethod
-    def _opened(self, message: OpenMessage, out: list[Any]) -> None:
+    def _opened(self, message: OpenMessage[Out], out: list[Part]) -> None:
         """A header ended; may set ``message.target`` and ``message.render``."""
 
     @abc.abstractmethod
-    def _text(self, message: OpenMessage, text: str, out: list[Any]) -> None:
+    def _text(self, message: OpenMessage[Out], text: str, out: list[Part]) -> None:
         """The open message's text grew by ``text`` (a ``ContentDelta``)."""
 
     @abc.abstractmethod
-    def _closed(self, message: OpenMessage, status: Status, out: list[Any]) -> None:
+    def _closed(self, message: OpenMessage[Out], status: Status, out: list[Part]) -> None:
         """An item message ended with ``status`` (``completed`` or ``incomplete``)."""
 
     @abc.abstractmethod
-    def _completed(self, status: Status, finish_reason: str | None, out: list[Any]) -> None:
+    def _completed(self, status: Status, finish_reason: str | None, out: list[Part]) -> None:
         """The terminal output of a turn that ended ``completed`` or ``incomplete``."""
 
     @abc.abstractmethod
-    def _failed(self, message: str, code: str, out: list[Any]) -> None:
+    def _failed(self, message: str, code: str, out: list[Part]) -> None:
         """The terminal output of a failed turn."""
 
-    def _rendered(self, out: list[Any]) -> list[Out]:
+    @abc.abstractmethod
+    def _rendered(self, out: list[Part]) -> list[Out]:
         """``out`` as ``feed`` and ``fail`` return it."""
-        return out

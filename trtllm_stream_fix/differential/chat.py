@@ -15,6 +15,7 @@ are the same with ``ChatOptions(parser="fast")`` and ``parser="reference"``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import random
 from collections.abc import Callable, Iterable, Sequence
@@ -67,7 +68,9 @@ def chat_stream(
         stream = _registered(impl)[0](encoding)
     frames = list(stream.start())
     as_array = split == NUMPY_SPLIT
-    if as_array:
+    if isinstance(split, str):
+        if not as_array:
+            raise ValueError(f"unknown split {split!r}")
         import numpy as np
 
         split = 5
@@ -288,14 +291,14 @@ def parser_difference(
         chosen = dataclasses.replace(options, parser=parser)
         streams.append(
             _outcome(
-                lambda chosen=chosen: chat_stream(
-                    output, copy_split(split), options=chosen, encoding=encoding
+                functools.partial(
+                    chat_stream, output, copy_split(split), options=chosen, encoding=encoding
                 )
             )
         )
         bodies.append(
             _outcome(
-                lambda chosen=chosen: chat_nonstreaming(output, options=chosen, encoding=encoding)
+                functools.partial(chat_nonstreaming, output, options=chosen, encoding=encoding)
             )
         )
     found = first_difference(streams[0], streams[1]) if streams[0] != streams[1] else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from openai._models import construct_type
 from openai.lib.streaming.chat import ChatCompletionStreamState
@@ -51,7 +51,9 @@ def sdk_accumulate_chat(payloads: Iterable[Any]) -> SDKResult:
                 if not isinstance(message, str) or not message:
                     raise SDKRejected(f"error payload without a message: {payload!r}")
                 return SDKResult(error=message)
-            state.handle_chunk(construct_type(type_=ChatCompletionChunk, value=payload))
+            state.handle_chunk(
+                cast(ChatCompletionChunk, construct_type(type_=ChatCompletionChunk, value=payload))
+            )
             seen = True
         if not seen:
             raise SDKRejected("no chunk")

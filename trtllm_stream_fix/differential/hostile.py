@@ -21,6 +21,7 @@ Each kind targets one way a token sequence can hurt a Harmony-to-Responses conve
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterator
 
@@ -95,18 +96,15 @@ def _byte_tokens(text: str) -> list[int]:
     return [table[b] for b in text.encode("utf-8")]
 
 
+@functools.cache
 def _byte_table() -> dict[int, int]:
     """Byte -> the token that is exactly that byte (o200k has one per byte)."""
-    c = _corpus()
-    found = getattr(c, "byte_tokens", None)
-    if found is None:
-        inner = c._enc._inner
-        found = {}
-        for token in range(1024):
-            data = bytes(inner.decode_bytes([token]))
-            if len(data) == 1 and data[0] not in found:
-                found[data[0]] = token
-        c.byte_tokens = found
+    inner = _corpus()._enc._inner
+    found: dict[int, int] = {}
+    for token in range(1024):
+        data = bytes(inner.decode_bytes([token]))
+        if len(data) == 1 and data[0] not in found:
+            found[data[0]] = token
     return found
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -65,14 +65,17 @@ def driver_trace(driver: Any, responses: Iterable[Any]) -> list[tuple[Any, ...]]
 
 
 def driver_difference(
-    output: SyntheticOutput, split: int | Sequence[int] | random.Random, encoding: Any
+    output: SyntheticOutput, split: int | Sequence[int] | random.Random | str, encoding: Any
 ) -> str | None:
     """First difference between the drivers' traces of ``output`` split as ``split`` says."""
     to_array = split == NUMPY_SPLIT
     responses = engine_responses(output, 5 if to_array else copy_split(split))
     if to_array:
         responses = [
-            dataclasses.replace(r, token_ids_diff=np.array(r.token_ids_diff, dtype=np.int64))
+            # numpy batches, as TensorRT-LLM's engine hands them over (a tuple elsewhere)
+            dataclasses.replace(
+                r, token_ids_diff=cast(Any, np.array(r.token_ids_diff, dtype=np.int64))
+            )
             for r in responses
         ]
     reference = driver_trace(ReferenceHarmonyDriver(encoding), responses)

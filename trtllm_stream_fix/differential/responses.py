@@ -71,7 +71,9 @@ def stream_events(
     stream = make_stream(impl, context, config, encoding)
     events = list(stream.start())
     to_array = None
-    if split == NUMPY_SPLIT:
+    if isinstance(split, str):
+        if split != NUMPY_SPLIT:
+            raise ValueError(f"unknown split {split!r}")
         import numpy
 
         split, to_array = 5, functools.partial(numpy.array, dtype=numpy.int64)

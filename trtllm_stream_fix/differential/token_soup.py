@@ -106,7 +106,7 @@ def fuzz_output(seed: int) -> SyntheticOutput:
         name=f"fuzz:{strategy}",
         seed=seed,
         generated=tuple(tokens),
-        finish_reason=finish,  # type: ignore[arg-type]
+        finish_reason=finish,
         stop_token_trimmed=trimmed,
         malformed=False,  # unknown: the parser decides
     )

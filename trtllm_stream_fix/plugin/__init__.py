@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import FingerprintError, StreamFixInstallError
+from .errors import FingerprintError, IncompleteStream, StreamFixInstallError
 
 
 def install(**kwargs: Any) -> Any:
@@ -62,6 +62,7 @@ def serve_trtllm_main(argv: list[str] | None = None) -> int:
 
 __all__ = [
     "FingerprintError",
+    "IncompleteStream",
     "StreamFixInstallError",
     "doctor_main",
     "doctor_report",

@@ -20,7 +20,7 @@ No recorded upstream line resolves ``item_reference`` input items. :func:`reques
 wraps upstream's ``request_preprocess`` (which turns the request's input into the prompt):
 each reference is replaced by the stored output item it names before upstream reads the
 input; an unknown id raises
-:class:`~trtllm_stream_fix.store.references.UnknownItemReference`, which upstream's handler
+:class:`~trtllm_stream_fix.store.UnknownItemReference`, which upstream's handler
 answers as a 400 with OpenAI's message. So do an input that expands past
 :data:`~trtllm_stream_fix.store.references.DEFAULT_MAX_EXPANDED_BYTES` of JSON
 (``ExpandedInputTooLarge``: a small request naming large stored items; upstream has no bound

@@ -31,15 +31,11 @@ from typing import Any
 
 from ..core.events import TERMINAL_TYPES
 from ..jsonlimits import loads
+from .errors import IncompleteStream
 
 RESPONSES_PATH = "/v1/responses"
 PREVIOUS_NOT_FOUND = "previous_response_not_found"
 TERMINAL = TERMINAL_TYPES
-
-
-class IncompleteStream(RuntimeError):
-    """Upstream's stream ended without a terminal event (the session answers a 500
-    ``error`` event, so the client's turn ends)."""
 
 
 _SSE_END = "\n\n"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 from fastapi import Request
@@ -243,7 +243,7 @@ async def _stream(
         from ..baseline.chat import UpstreamChatBaseline
 
         stream: Any = UpstreamChatBaseline(**_upstream_args(context, body, encoding))
-        frame = _upstream_frame
+        frame: Callable[[Any], str] = _upstream_frame
     else:
         stream = ChatChunkMachine(context, options=options, encoding=encoding)
         frame = cc.format_chat_sse

@@ -30,8 +30,8 @@ from ..compaction.window import TRIGGER, Item, as_items, expand, split_trigger
 from ..core.context import ResponseContext
 from ..core.sse import format_sse, model_to_json
 from ..defaults import random_id
-from ..store import ResponseStore, StoreError
-from ..store.references import UnknownItemReference, resolve_item_references
+from ..store import ResponseStore, StoreError, UnknownItemReference
+from ..store.references import resolve_item_references
 from .compaction_model import summary_output
 from .conversations import Conversation, calls_of, previous_messages
 from .engine import Generation, SimulatedEngine

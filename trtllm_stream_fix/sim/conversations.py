@@ -26,14 +26,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..store import ResponseStore, StoreError
-from ..store.references import (
-    DEFAULT_MAX_EXPANDED_BYTES,
+from ..store import (
     DuplicateItem,
     ExpandedInputTooLarge,
+    ResponseStore,
+    StoreError,
     UnknownItemReference,
-    resolve_item_references,
 )
+from ..store.references import DEFAULT_MAX_EXPANDED_BYTES, resolve_item_references
 from .errors import RequestError
 from .limits import ServerLimits, check_input_length
 from .protocol import text_pieces

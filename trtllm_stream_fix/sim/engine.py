@@ -83,7 +83,7 @@ class Generation:
         return self.output.delivered
 
     @property
-    def finish_reason(self) -> str:
+    def finish_reason(self) -> str | None:
         return self.output.finish_reason
 
 
@@ -172,7 +172,9 @@ class SimulatedEngine:
     def _turn(self, request: TurnRequest, seed: int) -> SyntheticOutput:
         """``plan_turn(request, seed)``, kept for the next request with the same key."""
         key = turn_key(request, seed)
-        found = self._turns.get(key) if key is not None else None
+        if key is None:
+            return plan_turn(request, seed)
+        found = self._turns.get(key)
         if found is not None:
             self._turns.move_to_end(key)
             return found

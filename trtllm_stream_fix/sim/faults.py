@@ -11,6 +11,7 @@ import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
+from typing import Any
 
 from ..core.events import TERMINAL_TYPES
 from .errors import InjectedDisconnect
@@ -50,13 +51,14 @@ async def inject(fault: str, chunks: AsyncIterator[str]) -> AsyncIterator[str | 
                 yield b'event: response.output_text.delta\ndata: {"delta": "\xff\xfe"}\n\n'
                 return
         if fault == "no_terminal" and is_last:
-            yield chunk[: _TERMINAL.search(chunk).start()]
+            terminal = _TERMINAL.search(chunk)
+            yield chunk[: terminal.start()] if terminal else chunk
             return
         yield chunk
         sent += 1
         last_seq = _last_sequence_number(chunk, last_seq)
     if fault == "after_terminal":
-        extra = {
+        extra: dict[str, Any] = {
             "type": "response.output_text.delta",
             "item_id": "msg_after_terminal",
             "output_index": 0,

@@ -27,7 +27,7 @@ class HeadDeadline:
     def _waiting_for_head(self) -> bool:
         raise NotImplementedError
 
-    def connection_made(self, transport: asyncio.Transport) -> None:
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[misc]
         self._arm_head_deadline()
 

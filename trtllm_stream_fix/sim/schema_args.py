@@ -166,20 +166,25 @@ def _int(value: Any, fallback: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else fallback
 
 
+def _json_number(value: Any) -> float | None:
+    """``value`` if it is a JSON number (not a bool), else None."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _bounds(schema: Mapping[str, Any], low: float, high: float) -> tuple[float, float, bool, bool]:
-    lo, hi = schema.get("minimum"), schema.get("maximum")
-    xlo, xhi = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+    lo, hi = _json_number(schema.get("minimum")), _json_number(schema.get("maximum"))
+    xlo, xhi = (
+        _json_number(schema.get("exclusiveMinimum")),
+        _json_number(schema.get("exclusiveMaximum")),
+    )
     lo_open = hi_open = False
-    if isinstance(xlo, (int, float)) and not isinstance(xlo, bool):
+    if xlo is not None:
         lo, lo_open = xlo, True
-    if isinstance(xhi, (int, float)) and not isinstance(xhi, bool):
+    if xhi is not None:
         hi, hi_open = xhi, True
-    lo = lo if isinstance(lo, (int, float)) and not isinstance(lo, bool) else None
-    hi = hi if isinstance(hi, (int, float)) and not isinstance(hi, bool) else None
-    if lo is None and hi is None:
-        lo, hi = low, high
-    elif lo is None:
-        lo = hi - (high - low)
+    if lo is None:
+        lo = low if hi is None else hi - (high - low)
+        hi = high if hi is None else hi
     elif hi is None:
         hi = lo + (high - low)
     return float(lo), float(hi), lo_open, hi_open

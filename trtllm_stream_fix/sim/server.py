@@ -27,7 +27,7 @@ from ..core import events as ev
 from ..core.config import StreamConfig
 from ..core.context import ResponseContext
 from ..core.events import TERMINAL_TYPES
-from ..core.fast_harmony import token_bytes
+from ..core.harmony_utf8 import token_bytes
 from ..core.machine import ResponsesEventMachine
 from ..core.nonstreaming import build_response
 from ..core.response import response_envelope as build_response_object

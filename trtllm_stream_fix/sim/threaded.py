@@ -47,7 +47,6 @@ def serve_in_thread(
     if hasattr(config, "install_signal_handlers"):
         config.install_signal_handlers = False
     server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name=f"uvicorn-{bound_port}", daemon=True
     )

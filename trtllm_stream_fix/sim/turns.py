@@ -183,7 +183,11 @@ def _tool_outputs(request_input: Any) -> list[tuple[str, str]]:
         return []
     items = [i for i in request_input if isinstance(i, Mapping)]
     last_user = max((n for n, i in enumerate(items) if i.get("role") == "user"), default=-1)
-    names = {i.get("call_id"): i.get("name") for i in items if i.get("type") == "function_call"}
+    names = {
+        i.get("call_id"): name
+        for i in items
+        if i.get("type") == "function_call" and isinstance(name := i.get("name"), str)
+    }
     out = []
     for item in items[last_user + 1 :]:
         if item.get("type") == "function_call_output":
@@ -197,7 +201,11 @@ def _called(request_input: Any) -> set[str]:
     """Names of the function calls since the last user message."""
     items = [i for i in request_input if isinstance(i, Mapping)]
     last_user = max((n for n, i in enumerate(items) if i.get("role") == "user"), default=-1)
-    return {i.get("name") for i in items[last_user + 1 :] if i.get("type") == "function_call"}
+    return {
+        name
+        for i in items[last_user + 1 :]
+        if i.get("type") == "function_call" and isinstance(name := i.get("name"), str)
+    }
 
 
 def _input_text(request_input: Any) -> str:

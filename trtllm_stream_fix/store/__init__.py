@@ -6,6 +6,7 @@ any server: an async interface over JSON values, an in-process backend and a Red
 (the default), or ``redis://HOST:PORT/DB?prefix=P&ttl=S&timeout=S`` (``rediss://``,
 ``unix://``); without a URL, the ``TRTLLM_STREAM_FIX_STORE`` environment variable's.
 No web framework here, and ``redis`` is imported only when a Redis store is opened.
+Its errors are in :mod:`.errors` (hierarchy there), re-exported here.
 """
 
 from __future__ import annotations
@@ -15,16 +16,26 @@ from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlsplit
 
 from ..core.config import STORE_ENV
-from .base import DEFAULT_TTL_SECONDS, ResponseStore, StoreError, StoreUnavailable
+from .base import DEFAULT_TTL_SECONDS, ResponseStore
+from .errors import (
+    DuplicateItem,
+    ExpandedInputTooLarge,
+    StoreError,
+    StoreUnavailable,
+    UnknownItemReference,
+)
 from .memory import MemoryStore
 
 __all__ = [
     "DEFAULT_TTL_SECONDS",
     "STORE_ENV",
+    "DuplicateItem",
+    "ExpandedInputTooLarge",
     "MemoryStore",
     "ResponseStore",
     "StoreError",
     "StoreUnavailable",
+    "UnknownItemReference",
     "open_store",
 ]
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The response store's interface, errors and JSON codec (no web framework, no backend).
+"""The response store's interface and JSON codec (no web framework, no backend).
 
 A stored record is one Response (JSON, exactly what the client saw) with the conversation's
 messages up to and including it (JSON list: what ``previous_response_id`` continues), and
@@ -15,7 +15,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..core.compat import json_dumps, json_loads
-from ..core.errors import StreamFixError
 
 #: How long a record is kept by default: 30 days, as OpenAI keeps responses.
 DEFAULT_TTL_SECONDS = 30 * 24 * 3600
@@ -23,21 +22,6 @@ DEFAULT_TTL_SECONDS = 30 * 24 * 3600
 MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
 
 JSON = dict[str, Any]
-
-
-class StoreError(StreamFixError):
-    """The store cannot serve a call (the server answers 500 ``server_error``)."""
-
-    #: What a server answers: the HTTP status and the OpenAI error ``code`` (``server_error``).
-    status = 500
-    code = "store_error"
-
-
-class StoreUnavailable(StoreError):
-    """The store's backend is down or timed out (the server answers 503 ``server_error``)."""
-
-    status = 503
-    code = "store_unavailable"
 
 
 class ResponseStore(ABC):

@@ -26,11 +26,11 @@ from .base import (
     JSON,
     MAX_TTL_SECONDS,
     ResponseStore,
-    StoreError,
     decode,
     encode,
     output_items,
 )
+from .errors import StoreError
 
 DEFAULT_CAPACITY = 10_000
 DEFAULT_MAX_BYTES = 256 * 2**20

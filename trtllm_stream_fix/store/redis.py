@@ -51,12 +51,11 @@ from .base import (
     JSON,
     MAX_TTL_SECONDS,
     ResponseStore,
-    StoreError,
-    StoreUnavailable,
     decode,
     encode,
     output_items,
 )
+from .errors import StoreError, StoreUnavailable
 
 DEFAULT_PREFIX = "trtllm-stream-fix:"
 #: The layout's version, after the prefix: keys of another layout are never read.

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from ..core.errors import StreamFixError
 from .base import ResponseStore, encode
+from .errors import DuplicateItem, ExpandedInputTooLarge, UnknownItemReference
 
 Input = str | list[Any]
 
@@ -32,55 +32,6 @@ Input = str | list[Any]
 DEFAULT_MAX_EXPANDED_BYTES = 1024 * 1024
 #: Stored items read per ``items()`` call while expanding.
 FETCH_CHUNK = 16
-
-
-class UnknownItemReference(StreamFixError, LookupError):
-    """An ``item_reference`` names no stored output item: OpenAI's 400 (``param`` ``input``)."""
-
-    status = 400
-    param = "input"
-
-    def __init__(self, item_id: Any) -> None:
-        if isinstance(item_id, str) and item_id:
-            message = (
-                f"Item with id '{item_id}' not found. Items are not persisted when `store` is "
-                "set to false. Try again with `store` set to true, or remove this item from "
-                "your input."
-            )
-        else:
-            message = f"An item_reference needs a string `id`; got {item_id!r}."
-        super().__init__(message)
-        self.item_id = item_id
-
-
-class DuplicateItem(StreamFixError, ValueError):
-    """An item id the conversation already holds, or twice in the input: OpenAI's 400."""
-
-    status = 400
-    param = "input"
-
-    def __init__(self, item_id: str) -> None:
-        super().__init__(
-            f"Duplicate item found with id {item_id}. Remove duplicate items from your input "
-            "and try again."
-        )
-        self.item_id = item_id
-
-
-class ExpandedInputTooLarge(StreamFixError, ValueError):
-    """The input, its item references resolved, is more than ``limit`` bytes of JSON: 400
-    (``param`` ``input``, code ``input_too_large``)."""
-
-    status = 400
-    param = "input"
-    code = "input_too_large"
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(
-            f"input with its item references resolved is more than {limit} bytes of JSON; "
-            f"at most {limit} are accepted"
-        )
-        self.limit = limit
 
 
 def _is_reference(item: Any) -> bool:
@@ -124,7 +75,7 @@ async def resolve_item_references(
     that id (the same object when it has none); :class:`UnknownItemReference` for an id the
     store does not hold, :class:`ExpandedInputTooLarge` once the expanded input passes
     ``max_bytes``, :class:`DuplicateItem` (with ``known_ids``) for an id the conversation
-    already holds, :class:`~.base.StoreError` when the store fails."""
+    already holds, :class:`~.errors.StoreError` when the store fails."""
     if isinstance(request_input, str):
         return request_input
     if known_ids is not None:

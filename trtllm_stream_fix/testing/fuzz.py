@@ -91,7 +91,7 @@ class _Pieces:
 
     @functools.cached_property
     def _byte_ids(self) -> dict[int, int]:
-        from ..core.fast_harmony import token_bytes
+        from ..core.harmony_utf8 import token_bytes
 
         table = token_bytes(load_gpt_oss_encoding())
         return {table[i][0]: i for i in range(len(table)) if len(table[i]) == 1}

@@ -49,7 +49,7 @@ def _responses() -> Iterator[str]:
             "status": "in_progress",
             "content": [],
         }
-        event = {
+        event: dict[str, Any] = {
             "type": "response.output_item.added",
             "sequence_number": n,
             "output_index": n - 1,

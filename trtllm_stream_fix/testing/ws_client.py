@@ -92,7 +92,7 @@ def response_of(events: list[dict[str, Any]]) -> dict[str, Any]:
     """The terminal event's response (AssertionError naming the last event otherwise)."""
     last = events[-1]
     assert "response" in last, f"turn ended with {last}"
-    return last["response"]  # type: ignore[no-any-return]
+    return last["response"]
 
 
 def error_code(events: list[dict[str, Any]]) -> str | None:
@@ -104,7 +104,7 @@ def checked(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``events`` after the strict checker passed them (the ``stream_id`` tags removed)."""
     plain = [{k: v for k, v in e.items() if k != "stream_id"} for e in events]
     result = check_responses_events(plain)
-    assert result.ok, result.findings
+    assert result.ok, result.violations
     return events
 
 

@@ -5,6 +5,7 @@ From a TensorRT-LLM tree (a checkout, or a folder with at least ``tensorrt_llm/s
 detect its version line, write the change set (``upstream.patch``, the files in full, the PR
 description, ``summary.json``) to ``--out``; with ``--check`` also apply it to a copy and run
 the moved tests, the real-module harness and upstream's linters there. See docs/porting.md.
+Its errors are in :mod:`.errors` (hierarchy there), re-exported here.
 """
 
 from __future__ import annotations
@@ -15,6 +16,23 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+from .errors import (
+    ConversionError,
+    EditError,
+    HarnessUnavailableError,
+    SourceTreeError,
+    UnknownVersionError,
+)
+
+__all__ = [
+    "ConversionError",
+    "EditError",
+    "HarnessUnavailableError",
+    "SourceTreeError",
+    "UnknownVersionError",
+    "main",
+]
 
 PROG = "trtllm-stream-fix upstream-pr"
 
@@ -37,11 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; 0 on success (with ``--check``: only when every check passed)."""
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     from . import bench, check, describe, layout, lint
-    from .changeset import SourceTreeError, build
-    from .convert import ConversionError
-    from .detect import UnknownVersionError
-    from .edits import EditError
-    from .harness import HarnessUnavailableError, run_harness
+    from .changeset import build
+    from .harness import run_harness
 
     year = args.year or datetime.datetime.now(datetime.timezone.utc).year
     try:

@@ -14,14 +14,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.errors import StreamFixError
 from ..plugin import registry
 from . import convert, edits, layout, lint
 from .detect import Detection, detect
-
-
-class SourceTreeError(StreamFixError, ValueError):
-    """The folder is not a TensorRT-LLM tree (or lacks the files the change edits)."""
+from .errors import SourceTreeError
 
 
 def find_root(source: Path) -> Path:

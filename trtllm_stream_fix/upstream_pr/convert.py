@@ -14,7 +14,7 @@ import ast
 import re
 from pathlib import Path
 
-from ..core.errors import StreamFixError
+from .errors import ConversionError
 from .layout import HEADER, PACKAGE, REPO, TEST_SUPPORT, Placement
 
 OUR_PACKAGE = "trtllm_stream_fix"
@@ -58,10 +58,6 @@ _SUPPORT_MODULES = {
 _LICENSE_LINE = "# SPDX-License-Identifier: Apache-2.0\n"
 # Our switches' environment variables take upstream's TRTLLM_ prefix.
 ENV_PREFIX, UPSTREAM_ENV_PREFIX = "TRTLLM_STREAM_FIX_", "TRTLLM_HARMONY_STREAM_"
-
-
-class ConversionError(StreamFixError, ValueError):
-    """A module refers to something that has no place in the upstream tree."""
 
 
 def module_name(path: Path) -> str:
@@ -185,6 +181,8 @@ def raw_docstrings(text: str) -> str:
     edits = []
     for node in _docstrings(ast.parse(text)):
         start = offsets[node.lineno - 1] + node.col_offset
+        if node.end_lineno is None or node.end_col_offset is None:  # pragma: no cover
+            continue  # parsed nodes always have their end
         end = offsets[node.end_lineno - 1] + node.end_col_offset
         source = data[start:end]
         if not source.startswith((b'"""', b"'''")) or b"\\" not in source:
@@ -210,9 +208,13 @@ def drop_baseline_arm(text: str) -> str:
             and [ast.unparse(t) for t in node.targets] == ["IMPLS"]
             and isinstance(node.value, ast.List)
         ):
-            kept = [e for e in node.value.elts if isinstance(e, ast.Constant)]
+            kept = [
+                e.value
+                for e in node.value.elts
+                if isinstance(e, ast.Constant) and isinstance(e.value, str)
+            ]
             lines = text.splitlines(keepends=True)
-            line = "IMPLS = [" + ", ".join(f'"{e.value}"' for e in kept) + "]\n"
+            line = "IMPLS = [" + ", ".join(f'"{value}"' for value in kept) + "]\n"
             lines[node.lineno - 1 : node.end_lineno] = [line]
             return "".join(lines)
     return text
@@ -228,7 +230,7 @@ def drop_slow_tests(text: str) -> str:
             ast.unparse(d) == "pytest.mark.slow" for d in node.decorator_list
         ):
             start = min(d.lineno for d in node.decorator_list) - 1
-            end = node.end_lineno
+            end = node.end_lineno or node.lineno
             while end < len(lines) and not lines[end].strip():
                 end += 1  # the blank lines after it
             lines[start:end] = []

@@ -65,12 +65,13 @@ def chat_table(before: dict[str, Any] | None, after: dict[str, Any] | None) -> s
     if any(not run or "error" in run for _, run in runs):
         errors = [f"{label}: {run.get('error') if run else 'not run'}" for label, run in runs]
         return "(chat not measured: " + "; ".join(errors) + ")"
+    measured = [(label, run) for label, run in runs if run is not None]
     lines = [
         "| | streams identical to 1 token per response | strict chat checker passes "
         "| OpenAI SDK accepts | non-streaming = stream joined | stream ended by an exception |",
         "|---|---|---|---|---|---|",
     ]
-    for label, run in runs:
+    for label, run in measured:
         n = run["streams"]
         lines.append(
             f"| {label} | {run['identical']} / {n} | {run['strict']} / {n} | {run['sdk']} / {n} "

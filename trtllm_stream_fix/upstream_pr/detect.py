@@ -13,9 +13,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from ..core.errors import StreamFixError
 from ..plugin import registry, targets
 from ..plugin.sourceshapes import ast_shape, find_definition, judge_source
+from .errors import UnknownVersionError
 
 __all__ = [
     "Detection",
@@ -25,10 +25,6 @@ __all__ = [
     "detect",
     "find_definition",
 ]
-
-
-class UnknownVersionError(StreamFixError, ValueError):
-    """The tree matches no recorded version line."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +77,8 @@ def _match(tree: ast.Module, target: targets.Target) -> TargetMatch:
     if judged.status != "ok":
         why = f" ({judged.why})" if judged.why else ""
         return TargetMatch(target.dotted, judged.found + why, frozenset())
-    lines = set(judged.version.split(", ")) if judged.version != "any" else set(everything)
+    version = judged.version or "any"
+    lines = set(version.split(", ")) if version != "any" else set(everything)
     if target.optional:  # lines it records no shape for: it does not constrain them
         lines |= everything - set(target.lines)
     return TargetMatch(target.dotted, judged.found, frozenset(lines))

@@ -32,9 +32,9 @@ import ast
 import re
 from dataclasses import dataclass
 
-from ..core.errors import StreamFixError
 from ..plugin import registry
 from .detect import find_definition
+from .errors import EditError
 from .layout import L0_ENTRY, PACKAGE
 
 ALIAS = "harmony_processor"
@@ -46,10 +46,6 @@ CHAT_IMPORT_LINE = f"from {PACKAGE} import chat_processor as {CHAT_ALIAS}\n"
 CHAT_STREAMING = "chat_harmony_streaming_post_processor"
 CHAT_NON_STREAMING = "chat_harmony_post_processor"
 _ADAPTER_CALLS = ("handle_streaming_response", "handle_non_streaming_response")
-
-
-class EditError(StreamFixError, ValueError):
-    """The file lacks something an edit is located by."""
 
 
 @dataclass(frozen=True)
@@ -406,7 +402,7 @@ _ENTRY = re.compile(r"^(\s*)- (\S+)")
 def edit_l0_cpu(text: str) -> str:
     """``l0_cpu.yml`` with the moved test folder in the first ``l0_cpu`` test list."""
     lines = text.splitlines(keepends=True)
-    if any(_ENTRY.match(line) and _ENTRY.match(line).group(2) == L0_ENTRY for line in lines):
+    if any((m := _ENTRY.match(line)) and m.group(2) == L0_ENTRY for line in lines):
         return text
     start = next((i for i, line in enumerate(lines) if _TESTS_KEY.match(line)), None)
     if start is None:
@@ -478,6 +474,21 @@ def _class(tree: ast.Module, name: str) -> ast.ClassDef:
 
 def _declared(node: ast.ClassDef) -> list[ast.AnnAssign]:
     return [s for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+
+
+def _field(statement: ast.AnnAssign) -> str:
+    """The name a :func:`_declared` statement declares."""
+    target = statement.target
+    if not isinstance(target, ast.Name):  # pragma: no cover - _declared keeps names only
+        raise EditError(f"line {statement.lineno}: not a field declaration")
+    return target.id
+
+
+def _end_line(node: ast.stmt | ast.expr) -> int:
+    """The last line of ``node`` (1-based; parsed nodes always have one)."""
+    if node.end_lineno is None:  # pragma: no cover - only hand-built nodes lack it
+        raise EditError(f"line {node.lineno}: no end position")
+    return node.end_lineno
 
 
 def _from_request_call(node: ast.ClassDef) -> ast.Call:
@@ -557,7 +568,7 @@ def protocol_fields_missing(text: str) -> list[str]:
     """OpenAI's Response fields ``ResponsesResponse`` lacks in ``text`` (openai_protocol.py)."""
     from ..core.response import OPENAI_RESPONSE_FIELDS
 
-    declared = {s.target.id for s in _declared(_class(ast.parse(text), RESPONSE_MODEL))}
+    declared = {_field(s) for s in _declared(_class(ast.parse(text), RESPONSE_MODEL))}
     return [f for f in OPENAI_RESPONSE_FIELDS if f not in declared]
 
 
@@ -583,7 +594,7 @@ def edit_openai_protocol(text: str) -> str:
         isinstance(n, ast.Import) and any(a.name == "time" for a in n.names) for n in tree.body
     ):
         raise EditError("openai_protocol.py does not import time")
-    request_fields = {s.target.id for s in _declared(_class(tree, REQUEST_MODEL))}
+    request_fields = {_field(s) for s in _declared(_class(tree, REQUEST_MODEL))}
     lines = text.splitlines(keepends=True)
     inserts: list[_Insert] = []
     declared = _declared(model)
@@ -607,7 +618,7 @@ def edit_openai_protocol(text: str) -> str:
     if rest:
         from ..core.response import OPENAI_RESPONSE_FIELDS
 
-        last = [s for s in declared if s.target.id in OPENAI_RESPONSE_FIELDS][-1]
+        last = [s for s in declared if _field(s) in OPENAI_RESPONSE_FIELDS][-1]
         inserts.append(_Insert(last.end_lineno, "".join(rest)))  # type: ignore[arg-type]
     call = _from_request_call(model)
     kw_pad = call.keywords[-1].value.col_offset - len(call.keywords[-1].arg or "") - 1
@@ -622,10 +633,10 @@ def edit_openai_protocol(text: str) -> str:
         first, *more = value.splitlines()
         block += f"{name}={first}" + "".join(f"\n{' ' * len(name)} {m}" for m in more) + ",\n"
     last_kw = call.keywords[-1].value
-    end_line = last_kw.end_lineno
-    if not lines[end_line - 1].rstrip().endswith(","):  # type: ignore[index]
+    end_line = _end_line(last_kw)
+    if not lines[end_line - 1].rstrip().endswith(","):
         raise EditError(f"{RESPONSE_MODEL}.from_request's last argument has no trailing comma")
-    inserts.append(_Insert(end_line, _lines_of(kw_pad, block.rstrip("\n"))))  # type: ignore[arg-type]
+    inserts.append(_Insert(end_line, _lines_of(kw_pad, block.rstrip("\n"))))
     needed = {PROTOCOL_FIELDS[n][1] for n in missing if PROTOCOL_FIELDS[n][1]}
     if not any(isinstance(s, ast.FunctionDef) and s.name == ALIAS_SERIALIZER for s in model.body):
         inserts.append(

@@ -21,17 +21,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import StreamFixError
+from .errors import HarnessUnavailableError
 from .layout import REPO
 
 TESTS = REPO / "tests"
 COUNT = 100
 BODY_OUTPUTS = 25  # outputs whose non-streaming body (inline, from a worker) is checked
 PLUGIN_MODULES = ("trtllm_stream_fix.plugin.installer", "trtllm_stream_fix.plugin.processor")
-
-
-class HarnessUnavailableError(StreamFixError, RuntimeError):
-    """The harness lives in the repository's ``tests/``, which this install lacks."""
 
 
 def activate(root: Path) -> list[str]:

@@ -5,7 +5,8 @@
 ``error`` events); :mod:`.session` serves one connection with a :class:`~.session.TurnRunner`
 over a server's own Responses path; :mod:`.settings` holds the limits; :mod:`.refuse`
 answers a refused upgrade with 426; :mod:`.warmup` answers ``generate: false``.
-docs/websocket.md describes the protocol as implemented.
+docs/websocket.md describes the protocol as implemented. Its errors are in :mod:`.errors`
+(hierarchy there), re-exported here.
 """
 
 from .errors import ClientEventError, TurnRejected, WebSocketDisabled

@@ -1,5 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The WebSocket package's exceptions: a client event refused, a turn refused by its runner."""
+"""The WebSocket package's exceptions: a client event refused, a turn refused by its runner.
+
+Hierarchy::
+
+    StreamFixError
+    ├── ClientEventError (ValueError): a client frame refused with an ``error`` event
+    ├── TurnRejected: a turn its runner refused before streaming (status, OpenAI error body)
+    └── WebSocketDisabled: WebSocket mode off, or refused for an app of unknown shape
+"""
 
 from __future__ import annotations
 
