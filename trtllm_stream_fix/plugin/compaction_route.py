@@ -77,7 +77,8 @@ async def _resolver(server: Any) -> Any:
     store = getattr(server, "conversation_store", None)
     if not isinstance(store, StoredConversationHistoryStore):
         return None
-    from ..store.references import UnknownItemReference, resolve_item_references
+    from ..store.errors import UnknownItemReference
+    from ..store.references import resolve_item_references
 
     async def resolve(items: Any) -> Any:
         try:
