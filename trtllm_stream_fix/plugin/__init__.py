@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import FingerprintError, IncompleteStream, StreamFixInstallError
+from .errors import FingerprintError, IncompleteStream, PluginRequestError, StreamFixInstallError
 
 
 def install(**kwargs: Any) -> Any:
@@ -63,6 +63,7 @@ def serve_trtllm_main(argv: list[str] | None = None) -> int:
 __all__ = [
     "FingerprintError",
     "IncompleteStream",
+    "PluginRequestError",
     "StreamFixInstallError",
     "doctor_main",
     "doctor_report",

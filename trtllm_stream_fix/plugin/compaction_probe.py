@@ -78,7 +78,7 @@ def _events(chunks: list[str]) -> list[dict[str, Any]]:
 async def _run(checks: list[tuple[str, bool]]) -> None:
     from ..checker.responses import check_responses_events
     from .compaction_route import compaction_for
-    from .compaction_turns import PluginRequestError
+    from .errors import PluginRequestError
 
     sampling = vars(importlib.import_module(OPENAI_SERVER))["SamplingParams"]
     turns = compaction_for(SimpleNamespace(generator=ProbeGenerator()))

@@ -29,7 +29,8 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from .compaction_turns import PluginRequestError, UpstreamCompaction
+from .compaction_turns import UpstreamCompaction
+from .errors import PluginRequestError
 from .marker import MARKER
 from .upstream_names import OPENAI_SERVER
 

@@ -22,32 +22,15 @@ from typing import Any
 
 from .. import jsonlimits
 from ..core.context import ResponseContext
-from ..core.errors import StreamFixError
 from ..core.sse import format_sse, model_to_json
 from ..defaults import default_encoding, new_context, random_id
+from .errors import PluginRequestError
 
 logger = logging.getLogger("trtllm_stream_fix.plugin")
 
 #: Largest ``/v1/responses/compact`` body read (bytes) and its JSON nesting bound.
 MAX_BODY_BYTES = 32 * 1024 * 1024
 MAX_DEPTH = 64
-
-
-class PluginRequestError(StreamFixError):
-    """A request refused with an OpenAI-shaped body."""
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        param: str | None = None,
-        code: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        kind = "server_error" if status >= 500 else "invalid_request_error"
-        self.body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
 def refused(exc: Any) -> PluginRequestError:

@@ -6,8 +6,9 @@ Hierarchy::
     StreamFixError
     ├── StreamFixInstallError (RuntimeError): a patch failed under TRTLLM_STREAM_FIX=require
     ├── FingerprintError (ValueError): no TensorRT-LLM serve folder where one was asked for
-    └── IncompleteStream (RuntimeError): upstream's stream (a WebSocket turn's) ended
-        without a terminal event
+    ├── IncompleteStream (RuntimeError): upstream's stream (a WebSocket turn's) ended
+    │   without a terminal event
+    └── PluginRequestError: a request a plugin route refuses, with its OpenAI-shaped body
 """
 
 from __future__ import annotations
@@ -26,3 +27,20 @@ class FingerprintError(StreamFixError, ValueError):
 class IncompleteStream(StreamFixError, RuntimeError):
     """Upstream's stream ended without a terminal event (the WebSocket session answers a 500
     ``error`` event, so the client's turn ends)."""
+
+
+class PluginRequestError(StreamFixError):
+    """A request refused with an OpenAI-shaped body."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        kind = "server_error" if status >= 500 else "invalid_request_error"
+        self.body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
