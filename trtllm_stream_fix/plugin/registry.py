@@ -287,6 +287,17 @@ def _chat(module: str, name: str, **kwargs: Any) -> Target:
     return Target(module, name, (shape(*CHAT_LINES, params="rsp, args"),), **kwargs)
 
 
+#: Upstream's server class and its ``POST /v1/responses`` handler: the websocket and
+#: compaction groups both subclass the one and call (or override) the other.
+SERVER_CLASS = Target(OPENAI_SERVER, "OpenAIServer", kind="class")
+RESPONSES_HANDLER = Target(
+    OPENAI_SERVER,
+    "OpenAIServer.openai_responses",
+    (shape(*RESPONSES_LINES, L83, params="self, request, raw_request"),),
+    kind="coroutine",
+    reads=("request", "raw_request"),
+)
+
 PATCHES: tuple[Patch, ...] = (
     Patch(
         name="processor",
@@ -713,15 +724,8 @@ PATCHES: tuple[Patch, ...] = (
         action="wraps",
         group=WEBSOCKET,
         checks=(
-            Target(OPENAI_SERVER, "OpenAIServer", kind="class"),
-            # the POST route's handler each turn is fed through, with a raw_request stand-in
-            Target(
-                OPENAI_SERVER,
-                "OpenAIServer.openai_responses",
-                (shape(*RESPONSES_LINES, L83, params="self, request, raw_request"),),
-                kind="coroutine",
-                reads=("request", "raw_request"),
-            ),
+            SERVER_CLASS,
+            RESPONSES_HANDLER,  # each turn is fed through it, with a raw_request stand-in
             # aborts the engine request once raw_request.is_disconnected() turns true
             Target(
                 OPENAI_SERVER,
@@ -756,15 +760,8 @@ PATCHES: tuple[Patch, ...] = (
         action="wraps",
         group=COMPACTION,
         checks=(
-            Target(OPENAI_SERVER, "OpenAIServer", kind="class"),
-            # overridden: compaction items expanded and triggers answered before it runs
-            Target(
-                OPENAI_SERVER,
-                "OpenAIServer.openai_responses",
-                (shape(*RESPONSES_LINES, L83, params="self, request, raw_request"),),
-                kind="coroutine",
-                reads=("request", "raw_request"),
-            ),
+            SERVER_CLASS,
+            RESPONSES_HANDLER,  # overridden: compaction items expanded, triggers answered
             # the summary's sampling parameters, as the handler builds its own
             Target(
                 OPENAI_SERVER,
