@@ -19,7 +19,6 @@ import functools
 import json
 import random
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..checker.chat import ChatCheck, ChatStreamChecker
@@ -36,7 +35,7 @@ from ..defaults import default_encoding
 from ..sim.model import SyntheticOutput, engine_responses
 from .chat_oracle import SDKRejected, SDKResult, sdk_accumulate_chat
 from .report import shorten
-from .splits import COUNTS, NUMPY_SPLIT, copy_split, first_difference, splits_for
+from .splits import COUNTS, NUMPY_SPLIT, Tally, copy_split, first_difference, splits_for
 
 #: The chat implementations by name: stream factory ``(encoding) -> start/feed`` and the
 #: non-streaming body ``(output, encoding) -> dict``. ``"upstream"`` is
@@ -241,26 +240,9 @@ def completion_view(body: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
-@dataclass
-class ChatTally:
-    """Counts out of ``streams`` for one implementation."""
-
-    identical: int = 0
-    sdk_accepted: int = 0
-    strict_passed: int = 0
-    final_matches_stream: int = 0
-    nonstreaming_matches: int = 0
-    raised: int = 0
-    #: Streams on which the fast and the reference Harmony parsers give the same frames and
-    #: non-streaming completion; counted for ours only.
-    fast_matches_reference: int | None = None
-    examples: list[str] = field(default_factory=list)
-
-    def as_counts(self) -> dict[str, int]:
-        counts = {name: getattr(self, name) for name in CHAT_COUNTS}
-        if self.fast_matches_reference is not None:
-            counts["fast_matches_reference"] = self.fast_matches_reference
-        return counts
+class ChatTally(Tally):
+    """``Tally``, with whitespace-collapsed examples; ``fast_matches_reference``: the same
+    frames and non-streaming completion from both parsers."""
 
     def note(self, text: str) -> None:
         text = " ".join(text.split())

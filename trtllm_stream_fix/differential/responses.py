@@ -19,7 +19,6 @@ import random
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.config import DEFAULT_CONFIG, StreamConfig
@@ -32,7 +31,13 @@ from .hostile import mixed_outputs
 from .parser import copy_split, driver_difference, stream_difference
 from .report import shorten
 from .sdk_oracle import sdk_accumulate
-from .splits import COUNTS, FIXED_SPLITS, NUMPY_SPLIT, splits_for  # noqa: F401 - re-exported
+from .splits import (  # noqa: F401 - re-exported
+    COUNTS,
+    FIXED_SPLITS,
+    NUMPY_SPLIT,
+    Tally,
+    splits_for,
+)
 from .visible import client_visible, comparable_response
 
 IMPLS = ("ours", "upstream")
@@ -178,28 +183,6 @@ def strict_violations(events: list[dict[str, Any]]) -> list[str]:
 
 def strict_passes(events: list[dict[str, Any]]) -> bool:
     return not strict_violations(events)
-
-
-@dataclass
-class Tally:
-    """Counts out of ``streams`` for one implementation."""
-
-    identical: int = 0
-    sdk_accepted: int = 0
-    strict_passed: int = 0
-    final_matches_stream: int = 0
-    nonstreaming_matches: int = 0
-    raised: int = 0
-    #: Streams whose fast-parser and reference-parser runs agree (drivers' facts after every
-    #: engine response, and events); counted for ours only.
-    fast_matches_reference: int | None = None
-    examples: list[str] = field(default_factory=list)
-
-    def as_counts(self) -> dict[str, int]:
-        counts = {name: getattr(self, name) for name in COUNTS}
-        if self.fast_matches_reference is not None:
-            counts["fast_matches_reference"] = self.fast_matches_reference
-        return counts
 
 
 def judge_output(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..sim.model import SyntheticOutput
@@ -18,6 +19,28 @@ COUNTS = (
     "final_matches_stream",
     "nonstreaming_matches",
 )
+
+
+@dataclass
+class Tally:
+    """Counts out of ``streams`` for one implementation (both differentials' tally)."""
+
+    identical: int = 0
+    sdk_accepted: int = 0
+    strict_passed: int = 0
+    final_matches_stream: int = 0
+    nonstreaming_matches: int = 0
+    raised: int = 0
+    #: Streams whose fast-parser and reference-parser runs agree (the differential's own
+    #: comparison of their outputs); counted for ours only.
+    fast_matches_reference: int | None = None
+    examples: list[str] = field(default_factory=list)
+
+    def as_counts(self) -> dict[str, int]:
+        counts = {name: getattr(self, name) for name in COUNTS}
+        if self.fast_matches_reference is not None:
+            counts["fast_matches_reference"] = self.fast_matches_reference
+        return counts
 
 
 def splits_for(output: SyntheticOutput) -> list[int | random.Random | str]:
