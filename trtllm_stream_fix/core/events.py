@@ -214,7 +214,8 @@ def _text_event(
 def delta(record: ItemRecord, text: str, seq: int) -> ResponseStreamEvent:
     """The delta event of ``record``'s kind carrying ``text`` (the per-token path)."""
     cls, values = _text_event(record, False, text, seq)
-    return cast(ResponseStreamEvent, construct_complete(cls, values))  # a _TextEvents class
+    # A _TextEvents class; no cast(): this runs once per content delta.
+    return construct_complete(cls, values)  # type: ignore[return-value]
 
 
 class Numbering(Protocol):
