@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..checker.responses import check_responses_events
+from ..core.events import TERMINAL_TYPES
 
-ENDS = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
+ENDS = TERMINAL_TYPES | {"error"}
 MODEL = "gpt-oss-20b"
 WEATHER = {
     "type": "function",
