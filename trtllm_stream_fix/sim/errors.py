@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The simulated server's errors (:func:`error_body`, the OpenAI-shaped body, from core).
+"""The simulated server's errors (their OpenAI-shaped body is core.errors.error_body).
 
 Hierarchy::
 
