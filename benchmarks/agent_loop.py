@@ -50,8 +50,8 @@ sys.path.insert(0, str(HERE))
 from _runner import bench_env, machine_info, percentile
 from serve_load import embedded_server
 
-MODEL = "gpt-oss-20b"
-ENDS = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
+from trtllm_stream_fix.testing.ws_client import ENDS, MODEL, ws_url
+
 TOOL = {
     "type": "function",
     "name": "run_command",
@@ -99,6 +99,22 @@ def timed(events: list[tuple[float, dict[str, Any]]], sent: float) -> tuple[floa
     return (end - sent) * 1000, ((created - sent) + (end - last)) * 1000
 
 
+def record(
+    records: list[TurnRecord],
+    n: int,
+    turn: int,
+    events: list[tuple[float, dict[str, Any]]],
+    sent: float,
+) -> dict[str, Any]:
+    """Append the turn's record to ``records``; its response (RuntimeError if it has none)."""
+    e2e, added = timed(events, sent)
+    records.append(TurnRecord(n, turn, e2e, added, [e for _, e in events]))
+    response = events[-1][1].get("response")
+    if response is None:
+        raise RuntimeError(f"turn {turn} of {n} ended with {events[-1][1]}")
+    return response
+
+
 async def http_conversation(client: Any, n: int, turns: int) -> list[TurnRecord]:
     records: list[TurnRecord] = []
     previous = None
@@ -113,18 +129,12 @@ async def http_conversation(client: Any, n: int, turns: int) -> list[TurnRecord]
             async for line in response.aiter_lines():
                 if line.startswith("data: "):
                     events.append((time.perf_counter(), json.loads(line[6:])))
-        e2e, added = timed(events, sent)
-        records.append(TurnRecord(n, turn, e2e, added, [e for _, e in events]))
-        previous = events[-1][1].get("response")
-        if previous is None:
-            raise RuntimeError(f"turn {turn} of {n} ended with {events[-1][1]}")
+        previous = record(records, n, turn, events, sent)
     return records
 
 
 async def ws_conversation(url: str, n: int, turns: int, deflate: bool) -> list[TurnRecord]:
     from websockets.asyncio.client import connect
-
-    from trtllm_stream_fix.testing.ws_client import ws_url
 
     records: list[TurnRecord] = []
     previous = None
@@ -139,11 +149,7 @@ async def ws_conversation(url: str, n: int, turns: int, deflate: bool) -> list[T
             while not events or events[-1][1].get("type") not in ENDS:
                 message = await ws.recv()
                 events.append((time.perf_counter(), json.loads(message)))
-            e2e, added = timed(events, sent)
-            records.append(TurnRecord(n, turn, e2e, added, [e for _, e in events]))
-            previous = events[-1][1].get("response")
-            if previous is None:
-                raise RuntimeError(f"turn {turn} of {n} ended with {events[-1][1]}")
+            previous = record(records, n, turn, events, sent)
     return records
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import openai
 import pytest
+from _sdk_turns import client as sdk_client
 
 from trtllm_stream_fix.compaction.blob import BlobCodec
 from trtllm_stream_fix.compaction.prompt import turn_prompt
@@ -37,7 +37,7 @@ def _tokens(window: list[dict[str, Any]], codec: BlobCodec) -> int:
 
 
 def test_forty_turns_compact_twice_and_keep_working(base_url, key):
-    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0)
+    client = sdk_client(base_url)
     codec = BlobCodec(key)
     window: list[dict[str, Any]] = []
     summaries: list[str] = []
@@ -81,7 +81,7 @@ def test_forty_stored_turns_compact_on_the_server_and_keep_working(base_url, key
     """The same agent with ``store: true`` and ``previous_response_id``, compaction left to
     the server (``context_management``): it compacts at least twice, each compaction the
     first output item of the turn that passed the threshold, and every turn still works."""
-    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0)
+    client = sdk_client(base_url)
     managed = {"context_management": [{"type": "compaction", "compact_threshold": 2500}]}
     previous = None
     compacted_turns = []

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from _sdk_turns import client as sdk_client
 
 from trtllm_stream_fix.checker.client import stream_responses
 from trtllm_stream_fix.compaction.blob import BlobCodec
@@ -28,16 +29,12 @@ CONVERSATION = [
 ]
 
 
-def _client(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
-
-
 def _window(compacted: Any) -> list[dict[str, Any]]:
     return [item.to_dict(warnings=False) for item in compacted.output]
 
 
 def test_compact_returns_user_messages_then_one_compaction_item(base_url, key):
-    compacted = _client(base_url).responses.compact(
+    compacted = sdk_client(base_url).responses.compact(
         model=MODEL, input=CONVERSATION, prompt_cache_key="openresponses-compact-test"
     )
     assert compacted.object == "response.compaction"
@@ -51,7 +48,7 @@ def test_compact_returns_user_messages_then_one_compaction_item(base_url, key):
 
 
 def test_usage_counts_the_summary_generation(base_url):
-    compacted = _client(base_url).responses.compact(model=MODEL, input=CONVERSATION)
+    compacted = sdk_client(base_url).responses.compact(model=MODEL, input=CONVERSATION)
     prompt = compaction_prompt(load_gpt_oss_encoding(), CONVERSATION, None)
     usage = compacted.usage
     assert usage.input_tokens == len(prompt.tokens)
@@ -60,7 +57,7 @@ def test_usage_counts_the_summary_generation(base_url):
 
 
 def test_window_continues_over_sse_strictly_and_through_the_sdk(base_url):
-    client = _client(base_url)
+    client = sdk_client(base_url)
     window = _window(client.responses.compact(model=MODEL, input=CONVERSATION))
     follow = [*window, {"role": "user", "content": "Continue with a day-by-day plan."}]
 
@@ -81,7 +78,7 @@ def test_window_continues_over_sse_strictly_and_through_the_sdk(base_url):
 
 def test_compaction_item_expands_into_the_models_context(base_url, key):
     """The summary is read as input: the turn's prompt holds more tokens than without it."""
-    client = _client(base_url)
+    client = sdk_client(base_url)
     window = _window(client.responses.compact(model=MODEL, input=CONVERSATION))
     question = {"role": "user", "content": "Continue."}
     with_item = client.responses.create(model=MODEL, input=[*window, question])
@@ -93,7 +90,7 @@ def test_compaction_item_expands_into_the_models_context(base_url, key):
 
 
 def test_compact_continues_a_stored_conversation(base_url):
-    client = _client(base_url)
+    client = sdk_client(base_url)
     first = client.responses.create(model=MODEL, input="Name three rivers of Portugal.")
     compacted = client.responses.compact(
         model=MODEL, previous_response_id=first.id, input="And their lengths?"
@@ -119,7 +116,7 @@ def test_missing_model_is_openais_400(base_url, body):
 
 def test_missing_model_through_the_sdk_is_a_bad_request(base_url):
     with pytest.raises(openai.BadRequestError):
-        _client(base_url).responses.compact(model="", input=CONVERSATION)
+        sdk_client(base_url).responses.compact(model="", input=CONVERSATION)
 
 
 def test_unknown_model_and_empty_request(base_url):
@@ -174,7 +171,7 @@ def test_a_trigger_that_cannot_compact_fails_the_stream_cleanly(small_window_url
 
 
 def test_compact_resolves_item_references(base_url, key):
-    client = _client(base_url)
+    client = sdk_client(base_url)
     first = client.responses.create(model=MODEL, input="Describe the Tagus.")
     answer = next(item for item in first.output if item.type == "message")
     compacted = client.responses.compact(

@@ -10,8 +10,8 @@ import json
 from typing import Any
 
 import httpx
-import openai
 import pytest
+from _sdk_turns import client as sdk_client
 
 from trtllm_stream_fix.checker.client import stream_responses
 from trtllm_stream_fix.compaction.blob import BlobCodec
@@ -42,10 +42,6 @@ def _managed(threshold: int) -> list[dict[str, Any]]:
     return [{"type": "compaction", "compact_threshold": threshold}]
 
 
-def _client(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
-
-
 def test_past_the_threshold_the_stream_starts_with_a_compaction_item(base_url, key):
     body = {"model": MODEL, "input": _long_conversation(), "context_management": _managed(1000)}
 
@@ -64,7 +60,7 @@ def test_past_the_threshold_the_stream_starts_with_a_compaction_item(base_url, k
 
 
 def test_sdk_accumulates_it_and_usage_counts_both_generations(base_url):
-    client = _client(base_url)
+    client = sdk_client(base_url)
     conversation = _long_conversation()
     with client.responses.stream(
         model=MODEL, input=conversation, extra_body={"context_management": _managed(1000)}
@@ -115,7 +111,7 @@ def test_under_the_threshold_nothing_is_compacted(base_url):
 
 
 def test_non_streaming_and_continuation_by_previous_response_id(base_url):
-    client = _client(base_url)
+    client = sdk_client(base_url)
     first = client.responses.create(
         model=MODEL,
         input=_long_conversation(),

@@ -10,8 +10,8 @@ import copy
 import json
 
 import httpx
-import openai
 import pytest
+from _sdk_turns import client as sdk_client
 
 from trtllm_stream_fix.checker import check_responses_events
 from trtllm_stream_fix.checker.client import stream_responses
@@ -50,7 +50,7 @@ def test_trigger_streams_exactly_one_compaction_item_that_the_strict_checker_pas
 
 
 def test_trigger_stream_completes_in_the_sdk_accumulator(base_url):
-    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0)
+    client = sdk_client(base_url)
     with client.responses.stream(model=MODEL, input=[*HISTORY, TRIGGER]) as stream:
         for _ in stream:
             pass

@@ -7,15 +7,13 @@ a tampered blob's 400 as an ``error`` event; every event checked strictly."""
 from __future__ import annotations
 
 import pytest
+from _sdk_turns import client as sdk_client
 
-from trtllm_stream_fix.testing.ws_client import checked
+from trtllm_stream_fix.testing.ws_client import MODEL, sdk_checked, sdk_turn
 
-openai = pytest.importorskip("openai")
 pytest.importorskip("websockets")
 
 pytestmark = pytest.mark.cpu_only
-MODEL = "gpt-oss-20b"
-ENDS = {"response.completed", "response.incomplete", "response.failed", "error"}
 CONVERSATION = [
     {"role": "user", "content": [{"type": "input_text", "text": "Remember: cobalt."}]},
     {"role": "assistant", "content": [{"type": "output_text", "text": "Noted: cobalt."}]},
@@ -23,39 +21,25 @@ CONVERSATION = [
 ]
 
 
-def _client(base_url: str):
-    return openai.OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0)
-
-
-def _turn(connection, **body) -> list:
-    connection.response.create(model=MODEL, **body)
-    events = []
-    for event in connection:
-        events.append(event)
-        if event.type in ENDS:
-            return events
-    raise AssertionError("the connection ended mid-turn")
-
-
 def _window(base_url: str) -> list[dict]:
-    compacted = _client(base_url).responses.compact(model=MODEL, input=CONVERSATION)
+    compacted = sdk_client(base_url).responses.compact(model=MODEL, input=CONVERSATION)
     return [item.to_dict(warnings=False) for item in compacted.output]
 
 
 def test_compact_new_chain_over_websocket(base_url):
     window = _window(base_url)
     follow = [*window, {"role": "user", "content": "Continue from the compacted window."}]
-    with _client(base_url).responses.connect() as connection:
-        events = _turn(connection, input=follow, tools=[], store=False)
-    checked([e.model_dump(mode="json", exclude_none=True) for e in events])
+    with sdk_client(base_url).responses.connect() as connection:
+        events = sdk_turn(connection, input=follow, tools=[], store=False)
+    sdk_checked(events)
     assert events[-1].type == "response.completed"
     assert events[-1].response.output_text
 
 
 def test_trigger_over_websocket_is_one_compaction_item(base_url):
-    with _client(base_url).responses.connect() as connection:
-        events = _turn(connection, input=[*CONVERSATION, {"type": "compaction_trigger"}])
-    checked([e.model_dump(mode="json", exclude_none=True) for e in events])
+    with sdk_client(base_url).responses.connect() as connection:
+        events = sdk_turn(connection, input=[*CONVERSATION, {"type": "compaction_trigger"}])
+    sdk_checked(events)
     assert [o.type for o in events[-1].response.output] == ["compaction"]
 
 
@@ -63,8 +47,8 @@ def test_tampered_blob_over_websocket_is_an_error_event_naming_it(base_url):
     window = _window(base_url)
     blob = window[-1]["encrypted_content"]
     window[-1]["encrypted_content"] = blob[:-10] + ("A" if blob[-10] != "A" else "B") + blob[-9:]
-    with _client(base_url).responses.connect() as connection:
-        events = _turn(connection, input=window, store=False)
+    with sdk_client(base_url).responses.connect() as connection:
+        events = sdk_turn(connection, input=window, store=False)
     assert events[-1].type == "error"
     error = events[-1].model_dump(mode="json")
     assert error["status"] == 400

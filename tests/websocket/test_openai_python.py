@@ -13,22 +13,10 @@ import asyncio
 import pytest
 
 from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
-from trtllm_stream_fix.testing.ws_client import checked
+from trtllm_stream_fix.testing.ws_client import MODEL, WEATHER, sdk_checked, sdk_turn
 
 openai = pytest.importorskip("openai")
 pytest.importorskip("websockets")
-
-MODEL = "gpt-oss-20b"
-ENDS = {"response.completed", "response.incomplete", "response.failed", "error"}
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "parameters": {
-        "type": "object",
-        "properties": {"location": {"type": "string"}},
-        "required": ["location"],
-    },
-}
 
 
 @pytest.fixture(scope="module")
@@ -41,32 +29,17 @@ def client(base_url: str):
     return openai.OpenAI(base_url=base_url, api_key="sk-local", max_retries=0)
 
 
-def turn(connection, **body) -> list:
-    """Send one ``response.create`` (typed) and read the SDK's events to its end."""
-    connection.response.create(model=MODEL, **body)
-    events = []
-    for event in connection:
-        events.append(event)
-        if event.type in ENDS:
-            return events
-    raise AssertionError("the connection ended mid-turn")
-
-
-def dicts(events: list) -> list[dict]:
-    return checked([e.model_dump(mode="json", exclude_none=True) for e in events])
-
-
 def test_text_turn(base_url):
     with client(base_url).responses.connect() as connection:
-        events = turn(connection, input="Say hello.", store=False)
-    dicts(events)
+        events = sdk_turn(connection, input="Say hello.", store=False)
+    sdk_checked(events)
     assert events[-1].type == "response.completed"
     assert events[-1].response.output_text
 
 
 def test_tool_loop_with_store_false_continuation(base_url):
     with client(base_url).responses.connect() as connection:
-        events = turn(
+        events = sdk_turn(
             connection,
             input="What is the weather in Paris?",
             tools=[WEATHER],
@@ -74,11 +47,11 @@ def test_tool_loop_with_store_false_continuation(base_url):
             store=False,
         )
         for _ in range(3):
-            dicts(events)
+            sdk_checked(events)
             response = events[-1].response
             call = next(o for o in response.output if o.type == "function_call")
             assert call.name == "get_weather"
-            events = turn(
+            events = sdk_turn(
                 connection,
                 input=[{"type": "function_call_output", "call_id": call.call_id, "output": "22C"}],
                 tools=[WEATHER],
@@ -87,7 +60,7 @@ def test_tool_loop_with_store_false_continuation(base_url):
             )
             if events[-1].response.output[-1].type == "message":
                 break
-        dicts(events)
+        sdk_checked(events)
         assert events[-1].response.previous_response_id == response.id
         assert "22C" in events[-1].response.output_text
 
@@ -136,28 +109,30 @@ def test_two_lanes_at_once(base_url):
 def test_reconnect_gets_previous_response_not_found_then_a_fresh_turn(base_url):
     api = client(base_url)
     with api.responses.connect() as connection:
-        first = turn(connection, input="Remember: cobalt.", store=False)[-1].response
+        first = sdk_turn(connection, input="Remember: cobalt.", store=False)[-1].response
     with api.responses.connect() as connection:
-        events = turn(connection, input="Which word?", store=False, previous_response_id=first.id)
+        events = sdk_turn(
+            connection, input="Which word?", store=False, previous_response_id=first.id
+        )
         assert events[-1].type == "error"
         assert events[-1].error.code == "previous_response_not_found"
         assert events[-1].status == 400
-        dicts(turn(connection, input="Remember: cobalt. Which word?", store=False))
+        sdk_checked(sdk_turn(connection, input="Remember: cobalt. Which word?", store=False))
 
 
 def test_generate_false_then_continue(base_url):
     with client(base_url).responses.connect() as connection:
-        warm = turn(
+        warm = sdk_turn(
             connection,
             input="What is the weather in Oslo?",
             tools=[WEATHER],
             store=False,
             generate=False,
         )
-        dicts(warm)
+        sdk_checked(warm)
         assert [e.type for e in warm] == ["response.created", "response.completed"]
         assert warm[-1].response.output == []
-        events = turn(
+        events = sdk_turn(
             connection,
             input=[],
             tools=[WEATHER],
@@ -165,5 +140,5 @@ def test_generate_false_then_continue(base_url):
             store=False,
             previous_response_id=warm[-1].response.id,
         )
-        dicts(events)
+        sdk_checked(events)
         assert events[-1].response.output[-1].type == "function_call"

@@ -21,6 +21,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from trtllm_stream_fix.differential.visible import client_visible
 from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
 from trtllm_stream_fix.testing.ws_client import (
+    WEATHER,
     WSClient,
     checked,
     conformance,
@@ -29,16 +30,6 @@ from trtllm_stream_fix.testing.ws_client import (
     ws_url,
 )
 from trtllm_stream_fix.websocket import WebSocketSettings
-
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "parameters": {
-        "type": "object",
-        "properties": {"location": {"type": "string"}},
-        "required": ["location"],
-    },
-}
 
 
 @pytest.fixture(scope="module")

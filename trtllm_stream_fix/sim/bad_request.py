@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .errors import error_body
+from ..core.errors import error_body
 
 
 def bad_request_bytes(message: str, default_headers: list[tuple[bytes, bytes]]) -> bytes:

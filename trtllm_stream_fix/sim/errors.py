@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""OpenAI-shaped error bodies and the simulated server's errors.
+"""The simulated server's errors (their OpenAI-shaped body is core.errors.error_body).
 
 Hierarchy::
 
@@ -11,20 +11,7 @@ Hierarchy::
 
 from __future__ import annotations
 
-from typing import Any
-
-from ..core.errors import StreamFixError
-
-
-def error_body(
-    message: str,
-    *,
-    type_: str = "invalid_request_error",
-    param: str | None = None,
-    code: str | None = None,
-) -> dict[str, Any]:
-    """An OpenAI-style error object: ``{"error": {"message", "type", "param", "code"}}``."""
-    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+from ..core.errors import StreamFixError, error_body
 
 
 class RequestError(StreamFixError):

@@ -9,8 +9,9 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import jsonlimits
+from ..core.errors import error_body
 from ..core.response import ECHOED_REQUEST_FIELDS, request_echo
-from .errors import RequestError, error_body
+from .errors import RequestError
 from .validation import validate_echo, validate_input, validate_tools
 
 __all__ = [

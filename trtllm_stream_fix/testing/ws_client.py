@@ -20,9 +20,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..checker.responses import check_responses_events
+from ..core.events import TERMINAL_TYPES
 
-ENDS = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
+ENDS = TERMINAL_TYPES | {"error"}
 MODEL = "gpt-oss-20b"
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "parameters": {
+        "type": "object",
+        "properties": {"location": {"type": "string"}},
+        "required": ["location"],
+    },
+}
 
 
 def ws_url(base_url: str) -> str:
@@ -106,6 +116,23 @@ def checked(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     result = check_responses_events(plain)
     assert result.ok, result.violations
     return events
+
+
+def sdk_turn(connection: Any, **body: Any) -> list[Any]:
+    """Send one ``response.create`` on an openai-python ``responses.connect()`` connection
+    (typed) and read the SDK's events to the turn's end."""
+    connection.response.create(model=MODEL, **body)
+    events = []
+    for event in connection:
+        events.append(event)
+        if event.type in ENDS:
+            return events
+    raise AssertionError("the connection ended mid-turn")
+
+
+def sdk_checked(events: list[Any]) -> list[dict[str, Any]]:
+    """The SDK's typed events as dicts, after the strict checker passed them."""
+    return checked([e.model_dump(mode="json", exclude_none=True) for e in events])
 
 
 @dataclass

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import jsonlimits
+from ..core.errors import error_body
 from ..core.events import TERMINAL_TYPES as TERMINAL_TYPES
 from .errors import ClientEventError, TurnRejected
 from .settings import WebSocketSettings
@@ -71,7 +72,7 @@ def error_event(
     event: dict[str, Any] = {
         "type": "error",
         "status": status,
-        "error": {"type": type_, "code": code, "message": message, "param": param},
+        **error_body(message, type_=type_, param=param, code=code),
     }
     if stream_id is not None:
         event["stream_id"] = stream_id

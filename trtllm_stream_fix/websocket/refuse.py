@@ -16,14 +16,14 @@ from typing import Any
 from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket
 
+from ..core.errors import error_body
+
 STATUS = 426
 
 
 def refusal_body(message: str, code: str = "websocket_not_supported") -> dict[str, Any]:
     """The OpenAI-shaped error body of a refused upgrade."""
-    return {
-        "error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}
-    }
+    return error_body(message, code=code)
 
 
 def upgrade_refused_response(message: str, code: str = "websocket_not_supported") -> JSONResponse:

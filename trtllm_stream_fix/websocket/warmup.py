@@ -8,13 +8,12 @@ usable as ``previous_response_id`` (the turn's input then leads the continuation
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
 from ..core.context import ResponseContext
 from ..core.response import request_echo, response_envelope, typed_tools
-from ..core.sse import model_to_json
+from ..core.sse import event_to_dict
 from ..defaults import random_id
 from .errors import ClientEventError
 
@@ -54,7 +53,7 @@ def warmup_events(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         tools = typed_tools(context.tools)
         created = response_envelope(context, tools, [], status="in_progress")
         completed = response_envelope(context, tools, [], status="completed")
-        snapshots = [json.loads(model_to_json(r)) for r in (created, completed)]
+        snapshots = [event_to_dict(r) for r in (created, completed)]
     except ClientEventError:
         raise
     except Exception as exc:  # a field the Response model refuses
