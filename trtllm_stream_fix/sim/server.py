@@ -36,6 +36,7 @@ from ..core.sse import format_sse, model_to_json
 from ..defaults import new_context, random_id
 from ..store import MemoryStore, ResponseStore, StoreError
 from ..store.base import decode
+from .compaction import SimCompaction
 from .conversations import (
     Conversation,
     engine_input,
@@ -68,7 +69,6 @@ DEFAULT_MODELS = ("gpt-oss-20b", "gpt-oss-120b")
 DEFAULT_MAX_BODY_BYTES = ServerLimits.max_body_bytes
 #: Prompts up to this many characters are tokenised on the event loop (tens of µs).
 INLINE_PROMPT_CHARS = 4096
-#: Event types that end a Responses stream (the stored response is taken from them).
 
 
 class StreamGauge:
@@ -329,8 +329,6 @@ def create_app(
     gauge = StreamGauge()
     store = store if store is not None else MemoryStore()
     started = int(time.time())
-    from .compaction import SimCompaction  # it imports this module
-
     compaction = SimCompaction(
         engine,
         encoding,
