@@ -10,6 +10,7 @@ import asyncio
 
 import pytest
 
+from trtllm_stream_fix.checker.responses import check_responses_events
 from trtllm_stream_fix.sim import EngineConfig, create_app, serve_in_thread
 from trtllm_stream_fix.testing.ws_client import WSClient, error_code, response_of
 
@@ -89,3 +90,41 @@ def test_a_flood_of_bad_frames_gets_one_error_each_then_a_turn(url):
             return codes
 
     assert set(asyncio.run(go())) == {"invalid_value"}
+
+
+TERMINAL = ("response.completed", "response.incomplete", "response.failed")
+
+
+@pytest.mark.parametrize("stream_interval", [1, 20])
+def test_malformed_generations_on_lanes_pass_the_strict_checker(stream_interval):
+    """Broken Harmony generations (an ``error`` event, then ``response.failed``) and random
+    ones, 32 lanes at once: each lane's events, read through its terminal response event,
+    pass the strict checker."""
+    jobs = [("malformed_missing_start", 1), *(("random", seed) for seed in range(31))]
+
+    async def go(base: str) -> list[tuple[str, int, list[str]]]:
+        bad = []
+        async with await WSClient.connect(base) as ws:
+            for k, (scenario, seed) in enumerate(jobs):
+                await ws.send(
+                    {
+                        "type": "response.create",
+                        "model": "gpt-oss-120b",
+                        "input": "hi",
+                        "scenario": scenario,
+                        "seed": seed,
+                        "stream_id": f"l{k}",
+                    }
+                )
+            for k, (scenario, seed) in enumerate(jobs):
+                events = [await ws.recv(f"l{k}", timeout=5)]
+                while events[-1]["type"] not in TERMINAL and "status" not in events[-1]:
+                    events.append(await ws.recv(f"l{k}", timeout=5))
+                plain = [{n: v for n, v in e.items() if n != "stream_id"} for e in events]
+                result = check_responses_events(plain)
+                if not result.ok or events[-1]["type"] not in TERMINAL:
+                    bad.append((scenario, seed, [*result.violations[:2], events[-1]["type"]]))
+        return bad
+
+    with serve_in_thread(create_app(EngineConfig(stream_interval=stream_interval))) as base:
+        assert asyncio.run(go(base)) == []
