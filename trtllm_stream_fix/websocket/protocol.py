@@ -112,11 +112,20 @@ def _invalid(message: str, param: str | None, code: str, lane: str | None) -> Cl
 
 def parse_frame(text: str | bytes, *, max_depth: int = jsonlimits.MAX_DEPTH) -> ResponseCreate:
     """One client text frame as a :class:`ResponseCreate`; :class:`ClientEventError` (400)
-    for malformed JSON, a non-object, an unknown ``type``, a bad ``stream_id`` or
+    for malformed JSON, a non-object, a value JSON cannot carry back (a lone surrogate, an
+    integer beyond 64 bits), an unknown ``type``, a bad ``stream_id`` or
     ``generate``, ``stream`` other than true (the Agents SDK sends ``stream: true``, which
     WebSocket mode implies), ``stream_options`` or ``background``."""
+    beyond_64_bits: list[int] = []
+
+    def parse_int(digits: str) -> int:
+        value = int(digits)
+        if not jsonlimits.in_int_range(value):
+            beyond_64_bits.append(value)
+        return value
+
     try:
-        data = jsonlimits.loads(text, max_depth=max_depth)
+        data = jsonlimits.loads(text, max_depth=max_depth, parse_int=parse_int)
     except jsonlimits.JSONLimitError as exc:
         raise _invalid(f"Invalid client event: {exc}", None, "invalid_json", None) from None
     if not isinstance(data, dict):
@@ -133,6 +142,16 @@ def parse_frame(text: str | bytes, *, max_depth: int = jsonlimits.MAX_DEPTH) -> 
             f"Invalid value: {str(kind)[:64]!r}. Supported client events: "
             + ", ".join(CLIENT_EVENT_TYPES),
             "type",
+            "invalid_value",
+            lane,
+        )
+    suspect = beyond_64_bits or jsonlimits.may_hold_surrogates(text)
+    unsendable = jsonlimits.first_unsendable(data) if suspect else None
+    if unsendable is not None:  # the turn's body is re-encoded as JSON: refuse it here
+        param = jsonlimits.json_path(unsendable[0]) or None
+        raise _invalid(
+            f"Invalid client event: {param or 'the event'} {unsendable[1]}.",
+            param,
             "invalid_value",
             lane,
         )
