@@ -50,7 +50,7 @@ sys.path.insert(0, str(HERE))
 from _runner import bench_env, machine_info, percentile
 from serve_load import embedded_server
 
-from trtllm_stream_fix.testing.ws_client import ENDS, MODEL, ws_url
+from trtllm_stream_fix.testing.ws_client import MODEL, ends_turn, ws_url
 
 TOOL = {
     "type": "function",
@@ -146,7 +146,7 @@ async def ws_conversation(url: str, n: int, turns: int, deflate: bool) -> list[T
             events: list[tuple[float, dict[str, Any]]] = []
             sent = opened if turn == 0 else time.perf_counter()
             await ws.send(json.dumps(request))
-            while not events or events[-1][1].get("type") not in ENDS:
+            while not events or not ends_turn(events[-1][1]):
                 message = await ws.recv()
                 events.append((time.perf_counter(), json.loads(message)))
             previous = record(records, n, turn, events, sent)

@@ -25,7 +25,10 @@ const weather = {
   parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
   strict: false,
 };
-const ENDS = new Set(['response.completed', 'response.incomplete', 'response.failed', 'error']);
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+// A turn ends on a terminal response event or the connection's error event (it carries
+// status); a stream's own error event (no status) is followed by response.failed.
+const endsTurn = (event) => TERMINAL.has(event.type) || (event.type === 'error' && 'status' in event);
 
 /** A ResponsesWS whose events are queued per lane (stream_id; '' for the default lane). */
 function open() {
@@ -49,7 +52,7 @@ function open() {
   };
   const read = async (id = '') => {
     const events = [];
-    while (!events.length || !ENDS.has(events.at(-1).type)) events.push(await next(id));
+    while (!events.length || !endsTurn(events.at(-1))) events.push(await next(id));
     return events;
   };
   const turn = async (body) => {

@@ -22,7 +22,6 @@ from typing import Any
 from ..checker.responses import check_responses_events
 from ..core.events import TERMINAL_TYPES
 
-ENDS = TERMINAL_TYPES | {"error"}
 MODEL = "gpt-oss-20b"
 WEATHER = {
     "type": "function",
@@ -74,9 +73,11 @@ class WSClient:
         return await asyncio.wait_for(self.lanes[lane].get(), timeout)
 
     async def events(self, lane: str | None = None, timeout: float = 30.0) -> list[dict[str, Any]]:
-        """The events of ``lane`` up to and including the next terminal or ``error`` one."""
+        """The events of ``lane`` up to and including the one that ends its turn: a terminal
+        ``response.*`` event, or the connection's ``error`` event (it carries ``status``). A
+        stream's own ``error`` event (no ``status``) is followed by ``response.failed``."""
         out: list[dict[str, Any]] = []
-        while not out or out[-1].get("type") not in ENDS:
+        while not out or not ends_turn(out[-1]):
             out.append(await self.recv(lane, timeout))
         return out
 
@@ -96,6 +97,12 @@ class WSClient:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
+
+
+def ends_turn(event: dict[str, Any]) -> bool:
+    """Whether ``event`` is the last of its turn on a WebSocket lane."""
+    kind = event.get("type")
+    return kind in TERMINAL_TYPES or (kind == "error" and "status" in event)
 
 
 def response_of(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -125,7 +132,7 @@ def sdk_turn(connection: Any, **body: Any) -> list[Any]:
     events = []
     for event in connection:
         events.append(event)
-        if event.type in ENDS:
+        if ends_turn(event.model_dump()):
             return events
     raise AssertionError("the connection ended mid-turn")
 
