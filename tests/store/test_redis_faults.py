@@ -23,6 +23,9 @@ from typing import Any
 
 import httpx
 import pytest
+from _stored import run_store as _run
+from _stored import stored_messages as _messages
+from _stored import stored_response as _response
 
 from trtllm_stream_fix.store import StoreUnavailable, open_store
 from trtllm_stream_fix.testing.redis_server import RedisServer, missing
@@ -56,37 +59,8 @@ def _raw(server: RedisServer) -> Any:
     return redis.Redis(port=server.port)
 
 
-def _response(n: int, text: str = "hello") -> dict[str, Any]:
-    return {
-        "id": f"resp_{n}",
-        "object": "response",
-        "status": "completed",
-        "output": [
-            {"id": f"rs_{n}", "type": "reasoning", "summary": [], "content": []},
-            {"id": f"fc_{n}", "type": "function_call", "call_id": f"call_{n}", "name": "f"},
-            {"id": f"msg_{n}", "type": "message", "role": "assistant", "content": [text]},
-        ],
-    }
-
-
-def _messages(n: int, text: str = "") -> list[dict[str, Any]]:
-    user = {"type": "message", "role": "user", "content": f"turn {n} {text}"}
-    return [user, *_response(n)["output"]]
-
-
 def _item_ids(n: int) -> list[str]:
     return [f"rs_{n}", f"fc_{n}", f"msg_{n}"]
-
-
-def _run(url: str, steps: Any) -> Any:
-    async def main() -> Any:
-        store = open_store(url)
-        try:
-            return await steps(store)
-        finally:
-            await store.close()
-
-    return asyncio.run(main())
 
 
 def _settled(server: RedisServer) -> None:

@@ -15,6 +15,9 @@ import sys
 import time
 
 import pytest
+from _stored import run_store as _run
+from _stored import stored_messages as _messages
+from _stored import stored_response as _response
 
 from trtllm_stream_fix.store import (
     DEFAULT_TTL_SECONDS,
@@ -30,40 +33,12 @@ from trtllm_stream_fix.testing.redis_server import RedisServer, free_port
 _prefixes = itertools.count()
 
 
-def _response(n: int, text: str = "hello") -> dict:
-    return {
-        "id": f"resp_{n}",
-        "object": "response",
-        "status": "completed",
-        "output": [
-            {"id": f"rs_{n}", "type": "reasoning", "summary": [], "content": []},
-            {"id": f"fc_{n}", "type": "function_call", "call_id": f"call_{n}", "name": "f"},
-            {"id": f"msg_{n}", "type": "message", "role": "assistant", "content": [text]},
-        ],
-    }
-
-
-def _messages(n: int) -> list[dict]:
-    return [{"type": "message", "role": "user", "content": f"turn {n}"}, *_response(n)["output"]]
-
-
 @pytest.fixture(params=["memory", "redis"])
 def store_url(request):
     if request.param == "memory":
         return "memory"
     server = request.getfixturevalue("redis_server")
     return f"{server.url}?prefix=test{os.getpid()}-{next(_prefixes)}:"
-
-
-def _run(url: str, steps):
-    async def main():
-        store = open_store(url)
-        try:
-            return await steps(store)
-        finally:
-            await store.close()
-
-    return asyncio.run(main())
 
 
 def test_a_put_response_reads_back_with_its_messages_and_items(store_url):

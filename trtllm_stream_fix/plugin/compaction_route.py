@@ -31,7 +31,7 @@ from typing import Any
 
 from .compaction_turns import UpstreamCompaction
 from .errors import PluginRequestError
-from .marker import MARKER
+from .marker import marked_subclass
 from .upstream_names import OPENAI_SERVER
 
 COMPACT_PATH = "/v1/responses/compact"
@@ -224,14 +224,10 @@ def with_compaction(server_class: Any) -> Any:
         if p.annotation is not inspect.Parameter.empty
     }
     openai_responses.__doc__ = original.__doc__
-    return type(
-        f"{server_class.__name__}WithCompaction",
-        (server_class,),
-        {
-            "__init__": __init__,
-            "openai_responses": openai_responses,
-            "__module__": __name__,
-            "__doc__": server_class.__doc__,
-            MARKER: True,  # peeled off by targets.upstream_class
-        },
+    return marked_subclass(
+        server_class,
+        "Compaction",
+        __name__,
+        __init__=__init__,
+        openai_responses=openai_responses,
     )

@@ -24,7 +24,7 @@ import logging
 from typing import Any
 
 from ..store import StoreError
-from .marker import MARKER
+from .marker import marked_subclass
 
 logger = logging.getLogger("trtllm_stream_fix.plugin")
 
@@ -80,13 +80,4 @@ def with_store_errors(app_class: Any) -> Any:
         previous = self.exception_handlers.get(HTTPException, http_exception_handler)
         self.add_exception_handler(HTTPException, _responses_not_found(previous))
 
-    return type(
-        f"{app_class.__name__}WithStoreErrors",
-        (app_class,),
-        {
-            "__init__": __init__,
-            "__module__": __name__,
-            "__doc__": app_class.__doc__,
-            MARKER: True,  # peeled off by targets.upstream_class
-        },
-    )
+    return marked_subclass(app_class, "StoreErrors", __name__, __init__=__init__)

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from ..core.config import WEBSOCKET_ENV, env_choice
-from .marker import MARKER
+from .marker import marked_subclass
 from .websocket_turns import RESPONSES_PATH, UpstreamTurns, responses_handler
 
 logger = logging.getLogger("trtllm_stream_fix.plugin")
@@ -146,13 +146,4 @@ def with_websocket(server_class: Any) -> Any:
         if app is not None and hasattr(app, "router"):
             self._trtllm_stream_fix_websocket = add_route(self, app)
 
-    return type(
-        f"{server_class.__name__}WithWebSocket",
-        (server_class,),
-        {
-            "__init__": __init__,
-            "__module__": __name__,
-            "__doc__": server_class.__doc__,
-            MARKER: True,  # peeled off by targets.upstream_class
-        },
-    )
+    return marked_subclass(server_class, "WebSocket", __name__, __init__=__init__)
